@@ -1,0 +1,130 @@
+"""`AlternatingGAN`: the classic two-loss, two-optimizer trainer, as a reference.
+
+Each `fit` step makes a discriminator update on stop-gradient fakes, then a
+generator update from a fresh generator forward pass through the updated D,
+as in Goodfellow et al. 2014 and the keras-io GAN examples. It has the same
+data contract as `OneStepGAN`, so benchmarks and users can compare the two on
+the same models and batches. Its `train_step` uses `tf.GradientTape`, so it
+runs on the TensorFlow backend only.
+"""
+
+import keras
+from keras import ops
+from keras import tree
+
+from onestep_gan import distribute
+from onestep_gan.gan_model import GANModel
+
+
+@keras.saving.register_keras_serializable(package="onestep_gan")
+class AlternatingGAN(GANModel):
+    """A GAN trained by alternating D and G steps with two optimizers.
+
+    Args:
+        generator, discriminator, loss, latent_dim, gradient_penalty_weight, seed:
+            as for `OneStepGAN`.
+        discriminator_steps: D updates per G update (default 1).
+
+    Compile with `compile(discriminator_optimizer=..., generator_optimizer=...)`.
+
+    Example:
+
+    ```python
+    gan = onestep_gan.AlternatingGAN(generator, discriminator, latent_dim=16)
+    gan.compile(discriminator_optimizer=keras.optimizers.Adam(2e-4),
+                generator_optimizer=keras.optimizers.Adam(2e-4))
+    gan.fit(real_points, batch_size=128)
+    ```
+    """
+
+    def __init__(self, generator, discriminator, discriminator_steps=1, **kwargs):
+        if not isinstance(discriminator_steps, int) or discriminator_steps < 1:
+            raise ValueError(
+                "Expected discriminator_steps to be a positive int. "
+                f"Received: discriminator_steps={discriminator_steps!r}"
+            )
+        if keras.backend.backend() != "tensorflow":
+            raise ValueError(
+                "AlternatingGAN's train_step uses tf.GradientTape and needs the TensorFlow "
+                f"backend. Received backend: {keras.backend.backend()}"
+            )
+        super().__init__(generator, discriminator, **kwargs)
+        self.discriminator_steps = discriminator_steps
+
+    def compile(self, discriminator_optimizer="adam", generator_optimizer="adam", **kwargs):
+        if kwargs.get("loss") is not None or kwargs.get("optimizer") is not None:
+            raise ValueError(
+                "AlternatingGAN takes discriminator_optimizer and generator_optimizer; "
+                "its losses are chosen with AlternatingGAN(loss=...)."
+            )
+        kwargs.pop("loss", None)
+        kwargs.pop("optimizer", None)
+        self.discriminator_optimizer = keras.optimizers.get(discriminator_optimizer)
+        self.generator_optimizer = keras.optimizers.get(generator_optimizer)
+        super().compile(optimizer=self.discriminator_optimizer, **kwargs)
+
+    def get_compile_config(self):
+        if not self.compiled:
+            return None
+        return {
+            "discriminator_optimizer": keras.optimizers.serialize(self.discriminator_optimizer),
+            "generator_optimizer": keras.optimizers.serialize(self.generator_optimizer),
+        }
+
+    def compile_from_config(self, config):
+        self.compile(
+            discriminator_optimizer=keras.optimizers.deserialize(config["discriminator_optimizer"]),
+            generator_optimizer=keras.optimizers.deserialize(config["generator_optimizer"]),
+        )
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Used by `evaluate`: reports L_D + L_G on the batch without updating."""
+        conditions, real = self.split_batch(x, y, sample_weight)
+        fake = y_pred if y_pred is not None else self(x, training=training)
+        self.check_sample_matches(real, fake)
+        d_loss, real_scores, fake_scores = self.discriminator_loss(conditions, real, fake, training)
+        g_loss = self.gan_loss.generator_loss(fake_scores, real_scores)
+        self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
+        return distribute.scale_loss_for_distribution(d_loss + g_loss)
+
+    def train_step(self, data):
+        import tensorflow as tf
+
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        conditions, real = self.split_batch(x, y, sample_weight)
+
+        discriminator_variables = self.discriminator.trainable_variables
+        for _ in range(self.discriminator_steps):
+            fake = tree.map_structure(ops.stop_gradient, self(x, training=True))
+            self.check_sample_matches(real, fake)
+            with tf.GradientTape() as tape:
+                d_loss, real_scores, fake_scores = self.discriminator_loss(
+                    conditions, real, fake, training=True
+                )
+                scaled = distribute.scale_loss_for_distribution(d_loss)
+            gradients = tape.gradient(scaled, discriminator_variables)
+            self.discriminator_optimizer.apply(gradients, discriminator_variables)
+
+        generator_variables = self.generator.trainable_variables
+        with tf.GradientTape() as tape:
+            fake = self(x, training=True)
+            generator_scores = self.score(conditions, fake, training=True)
+            g_loss = self.gan_loss.generator_loss(generator_scores, ops.stop_gradient(real_scores))
+            scaled = distribute.scale_loss_for_distribution(g_loss)
+        gradients = tape.gradient(scaled, generator_variables)
+        if all(gradient is None for gradient in gradients):
+            raise ValueError(
+                "No gradient reaches the generator's trainable weights: the discriminator "
+                "would train alone. Emit a differentiable sample (e.g. straight-through "
+                "Gumbel-softmax for text)."
+            )
+        self.generator_optimizer.apply(gradients, generator_variables)
+
+        self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
+        self._loss_tracker.update_state(d_loss + g_loss)
+        return self.get_metrics_result()
+
+    def get_config(self):
+        config = super().get_config()
+        config["discriminator_steps"] = self.discriminator_steps
+        return config

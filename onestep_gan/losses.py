@@ -1,0 +1,138 @@
+"""GAN losses as pure functions of discriminator scores.
+
+Every loss comes as a pair: a discriminator term `L_D(real_scores, fake_scores)`
+and a generator term `L_G(fake_scores, real_scores)`. `OneStepGAN` joins them
+into the single loss
+
+    L = L_D(D(real), D(sg(G))) + lam * [L_G(D(G)) - L_G(D(sg(G)))]
+
+Scores are raw discriminator outputs (logits), shape `(batch,)`.
+
+Orientation. The hinge loss follows the published one-step formulation, in
+which D scores *real low and fakes high* and G lowers D(G). All other losses
+use the usual orientation (real high, fake low). `GANLoss.real_sign` records
+this (-1 for hinge, +1 otherwise), so code that needs an accuracy or a
+"realness" reads `real_sign * score`.
+
+References:
+- Hinge: Lim & Ye 2017 (Geometric GAN); Miyato et al. 2018 (SN-GAN).
+- Non-saturating: Goodfellow et al. 2014.
+- Least squares: Mao et al. 2017 (LSGAN), the 0-1 coding.
+- Relativistic: Jolicoeur-Martineau 2018 (RSGAN).
+- Wasserstein with gradient penalty: Gulrajani et al. 2017 (WGAN-GP).
+"""
+
+import dataclasses
+from typing import Callable
+
+from keras import ops
+
+
+def hinge_discriminator_loss(real_scores, fake_scores):
+    """`mean(relu(1 + D(real))) + mean(relu(1 - D(fake)))`: real low, fake high."""
+    return ops.mean(ops.relu(1.0 + real_scores)) + ops.mean(ops.relu(1.0 - fake_scores))
+
+
+def hinge_generator_loss(fake_scores, real_scores=None):
+    """`mean(D(G))`: the generator lowers the score of its samples."""
+    del real_scores
+    return ops.mean(fake_scores)
+
+
+def non_saturating_discriminator_loss(real_scores, fake_scores):
+    """Binary cross-entropy on logits, real -> 1, fake -> 0:
+    `mean(softplus(-D(real))) + mean(softplus(D(fake)))`."""
+    return ops.mean(ops.softplus(-real_scores)) + ops.mean(ops.softplus(fake_scores))
+
+
+def non_saturating_generator_loss(fake_scores, real_scores=None):
+    """Binary cross-entropy with fake -> 1: `mean(softplus(-D(G)))`."""
+    del real_scores
+    return ops.mean(ops.softplus(-fake_scores))
+
+
+def least_squares_discriminator_loss(real_scores, fake_scores):
+    """`0.5 * mean((D(real) - 1)^2) + 0.5 * mean(D(fake)^2)`."""
+    return 0.5 * ops.mean(ops.square(real_scores - 1.0)) + 0.5 * ops.mean(ops.square(fake_scores))
+
+
+def least_squares_generator_loss(fake_scores, real_scores=None):
+    """`0.5 * mean((D(G) - 1)^2)`."""
+    del real_scores
+    return 0.5 * ops.mean(ops.square(fake_scores - 1.0))
+
+
+def relativistic_discriminator_loss(real_scores, fake_scores):
+    """RSGAN: `mean(softplus(-(D(real) - D(fake))))`, pairing the i-th real with the i-th fake."""
+    return ops.mean(ops.softplus(fake_scores - real_scores))
+
+
+def relativistic_generator_loss(fake_scores, real_scores):
+    """RSGAN: `mean(softplus(-(D(G) - D(real))))`."""
+    return ops.mean(ops.softplus(real_scores - fake_scores))
+
+
+def wasserstein_discriminator_loss(real_scores, fake_scores):
+    """Critic loss `mean(D(fake)) - mean(D(real))`.
+
+    The gradient penalty `gp_weight * mean((||grad_x D(x_hat)|| - 1)^2)` is
+    added by the trainer (it needs D itself, not only scores); see
+    `OneStepGAN(gradient_penalty_weight=...)`.
+    """
+    return ops.mean(fake_scores) - ops.mean(real_scores)
+
+
+def wasserstein_generator_loss(fake_scores, real_scores=None):
+    """`-mean(D(G))`."""
+    del real_scores
+    return -ops.mean(fake_scores)
+
+
+@dataclasses.dataclass(frozen=True)
+class GANLoss:
+    """A named pair of discriminator and generator losses.
+
+    Attributes:
+        name: the registry name.
+        discriminator_loss: `fn(real_scores, fake_scores) -> scalar`.
+        generator_loss: `fn(fake_scores, real_scores) -> scalar`.
+        real_sign: +1 if D scores real samples high, -1 if low (hinge).
+        gradient_penalty: whether the trainer adds a gradient penalty to the D term.
+    """
+
+    name: str
+    discriminator_loss: Callable
+    generator_loss: Callable
+    real_sign: float = 1.0
+    gradient_penalty: bool = False
+
+
+LOSSES = {
+    "hinge": GANLoss("hinge", hinge_discriminator_loss, hinge_generator_loss, real_sign=-1.0),
+    "non_saturating": GANLoss(
+        "non_saturating", non_saturating_discriminator_loss, non_saturating_generator_loss
+    ),
+    "least_squares": GANLoss(
+        "least_squares", least_squares_discriminator_loss, least_squares_generator_loss
+    ),
+    "relativistic": GANLoss(
+        "relativistic", relativistic_discriminator_loss, relativistic_generator_loss
+    ),
+    "wasserstein": GANLoss(
+        "wasserstein",
+        wasserstein_discriminator_loss,
+        wasserstein_generator_loss,
+        gradient_penalty=True,
+    ),
+}
+
+
+def get(name):
+    """Returns the `GANLoss` registered under `name`."""
+    if isinstance(name, GANLoss):
+        return name
+    if name not in LOSSES:
+        raise ValueError(
+            f"Unknown GAN loss. Expected one of {sorted(LOSSES)}. Received: loss={name!r}"
+        )
+    return LOSSES[name]

@@ -1,0 +1,1 @@
+"""RDF-to-text generation on WebNLG: data, models, decoding and evaluation."""

@@ -1,0 +1,163 @@
+"""Decoders against a fake Markov-chain step function with exact expected tokens."""
+
+import numpy as np
+import pytest
+from keras import ops
+
+from onestep_gan.rdf2text.decoding import beam_search, greedy_search, tile_beams
+
+PAD, UNK, BOS, EOS, A, B, C, D = range(8)
+VOCABULARY_SIZE = 8
+
+
+def _table(transitions):
+    """{token: {next_token: probability}} -> (vocab, vocab) log-probability table."""
+    probabilities = np.full((VOCABULARY_SIZE, VOCABULARY_SIZE), 1e-12)
+    for token, row in transitions.items():
+        for next_token, probability in row.items():
+            probabilities[token, next_token] = probability
+    return np.log(probabilities).astype("float32")
+
+
+# Greedy takes A (0.55) then C: A C EOS has probability 0.22; beam search finds B EOS (0.405).
+BEAM_BEATS_GREEDY = _table(
+    {BOS: {A: 0.55, B: 0.45}, A: {C: 0.4, D: 0.3, EOS: 0.3}, B: {EOS: 0.9, C: 0.1},
+     C: {EOS: 1.0}, D: {EOS: 1.0}}
+)
+# B EOS has 0.4 > A C EOS 0.372, but with length_penalty=1, -log(0.372) / (8/6) < -log(0.4) / (7/6).
+LENGTH_MATTERS = _table(
+    {BOS: {A: 0.6, B: 0.4}, A: {C: 0.62, D: 0.38}, B: {EOS: 1.0}, C: {EOS: 1.0}, D: {EOS: 1.0}}
+)
+# A then B forever, never EOS.
+NEVER_ENDS = _table({BOS: {A: 1.0}, A: {B: 1.0}, B: {A: 1.0}})
+
+
+def markov_step_fn(tables):
+    """Fake step function: row i of the batch follows table state["table"][i]."""
+    tables = ops.convert_to_tensor(np.stack(tables))  # (num_tables, vocab, vocab)
+    calls = []
+
+    def step_fn(tokens, step, state):
+        calls.append(int(step))
+        rows = ops.take(tables, state["table"], axis=0)  # (batch, vocab, vocab)
+        logits = ops.take_along_axis(rows, ops.cast(tokens, "int32")[:, None, None], axis=1)
+        return logits[:, 0, :], state
+
+    return step_fn, calls
+
+
+def _state(table_indices, beam_width=1):
+    state = {"table": ops.convert_to_tensor(np.array(table_indices, dtype="int32"))}
+    return tile_beams(state, beam_width) if beam_width > 1 else state
+
+
+def test_greedy_exact_tokens_and_pad_after_eos():
+    step_fn, calls = markov_step_fn([BEAM_BEATS_GREEDY, LENGTH_MATTERS])
+    ids = greedy_search(step_fn, _state([0, 1]), batch_size=2, max_length=5)
+    assert ops.convert_to_numpy(ids).dtype == np.int32
+    np.testing.assert_array_equal(ids, [[A, C, EOS, PAD, PAD], [A, C, EOS, PAD, PAD]])
+    assert calls == [0, 1, 2]  # stops once every row has emitted EOS
+
+
+def test_greedy_pads_only_the_finished_row():
+    step_fn, calls = markov_step_fn([LENGTH_MATTERS, NEVER_ENDS])
+    ids = greedy_search(step_fn, _state([0, 1]), batch_size=2, max_length=4)
+    np.testing.assert_array_equal(ids, [[A, C, EOS, PAD], [A, B, A, B]])
+    assert calls == [0, 1, 2, 3]
+
+
+def test_beam_finds_better_sequence_than_greedy():
+    step_fn, _ = markov_step_fn([BEAM_BEATS_GREEDY])
+    greedy = greedy_search(step_fn, _state([0]), batch_size=1, max_length=4)
+    beam = beam_search(step_fn, _state([0], 2), batch_size=1, max_length=4, beam_width=2)
+    np.testing.assert_array_equal(greedy, [[A, C, EOS, PAD]])
+    np.testing.assert_array_equal(beam, [[B, EOS, PAD, PAD]])
+
+
+def test_beam_in_batch_matches_each_example_alone():
+    tables = [BEAM_BEATS_GREEDY, NEVER_ENDS, LENGTH_MATTERS]
+    step_fn, _ = markov_step_fn(tables)
+    batched = beam_search(step_fn, _state([0, 1, 2], 3), batch_size=3, max_length=5, beam_width=3)
+    np.testing.assert_array_equal(
+        batched, [[B, EOS, PAD, PAD, PAD], [A, B, A, B, A], [A, C, EOS, PAD, PAD]]
+    )
+    for index in range(3):
+        alone = beam_search(step_fn, _state([index], 3), batch_size=1, max_length=5, beam_width=3)
+        np.testing.assert_array_equal(alone[0], batched[index])
+
+
+def test_length_penalty_changes_the_choice():
+    step_fn, _ = markov_step_fn([LENGTH_MATTERS])
+    kwargs = dict(batch_size=1, max_length=4, beam_width=2)
+    short = beam_search(step_fn, _state([0], 2), length_penalty=0.0, **kwargs)
+    long = beam_search(step_fn, _state([0], 2), length_penalty=1.0, **kwargs)
+    np.testing.assert_array_equal(short, [[B, EOS, PAD, PAD]])
+    np.testing.assert_array_equal(long, [[A, C, EOS, PAD]])
+
+
+@pytest.mark.parametrize("table", [BEAM_BEATS_GREEDY, LENGTH_MATTERS, NEVER_ENDS])
+def test_beam_width_one_equals_greedy(table):
+    rng = np.random.default_rng(0)
+    random_table = rng.normal(size=(VOCABULARY_SIZE, VOCABULARY_SIZE)).astype("float32")
+    step_fn, _ = markov_step_fn([table, random_table])
+    greedy = greedy_search(step_fn, _state([0, 1]), batch_size=2, max_length=6)
+    beam = beam_search(step_fn, _state([0, 1]), batch_size=2, max_length=6, beam_width=1)
+    np.testing.assert_array_equal(beam, greedy)
+
+
+def test_tile_beams_repeats_each_row_adjacently():
+    state = {"a": ops.convert_to_tensor([[1, 2], [3, 4]]), "b": [ops.convert_to_tensor([5, 6])]}
+    tiled = tile_beams(state, 3)
+    np.testing.assert_array_equal(tiled["a"], [[1, 2]] * 3 + [[3, 4]] * 3)
+    np.testing.assert_array_equal(tiled["b"][0], [5, 5, 5, 6, 6, 6])
+
+
+def test_bad_arguments_raise():
+    step_fn, _ = markov_step_fn([NEVER_ENDS])
+    with pytest.raises(ValueError, match="max_length=0"):
+        greedy_search(step_fn, _state([0]), batch_size=1, max_length=0)
+    with pytest.raises(ValueError, match="beam_width=0"):
+        beam_search(step_fn, _state([0]), batch_size=1, max_length=3, beam_width=0)
+
+
+def _tiny_generator():
+    import keras
+
+    from onestep_gan.rdf2text.transformer import TransformerGenerator
+
+    keras.utils.set_random_seed(3)
+    return TransformerGenerator(
+        vocabulary_size=13, max_source_length=8, max_target_length=7, model_dim=16,
+        num_heads=2, feedforward_dim=32, num_encoder_layers=1, num_decoder_layers=2, dropout=0.0,
+    )
+
+
+GENERATOR_SOURCE = np.array([[5, 6, 7, 8, 9], [10, 4, 0, 0, 0], [12, 11, 6, 0, 0]], dtype="int32")
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam"])
+def test_generate_cached_equals_uncached(method):
+    from onestep_gan.rdf2text.decoding import generate
+
+    model = _tiny_generator()
+    cached = generate(model, GENERATOR_SOURCE, method=method, beam_width=3, use_cache=True)
+    uncached = generate(model, GENERATOR_SOURCE, method=method, beam_width=3, use_cache=False)
+    assert tuple(cached.shape) == (3, 7)
+    np.testing.assert_array_equal(cached, uncached)
+
+
+def test_generate_beam_width_one_equals_greedy_and_rows_are_independent():
+    from onestep_gan.rdf2text.decoding import generate
+
+    model = _tiny_generator()
+    greedy = generate(model, GENERATOR_SOURCE, max_length=5)
+    np.testing.assert_array_equal(
+        generate(model, GENERATOR_SOURCE, method="beam", beam_width=1, max_length=5), greedy
+    )
+    beam = generate(model, GENERATOR_SOURCE, method="beam", beam_width=3, max_length=5)
+    alone = generate(model, GENERATOR_SOURCE[1:2, :2], method="beam", beam_width=3, max_length=5)
+    np.testing.assert_array_equal(alone[0], beam[1])
+    with pytest.raises(ValueError, match="max_length=8"):
+        generate(model, GENERATOR_SOURCE, max_length=8)
+    with pytest.raises(ValueError, match="method='sample'"):
+        generate(model, GENERATOR_SOURCE, method="sample")

@@ -1,0 +1,208 @@
+"""TransformerGenerator: cache equivalence, soft inputs, masks, saving, arguments, sizes."""
+
+import numpy as np
+import pytest
+import tensorflow as tf  # GradientTape only; the module under test uses keras.ops.
+
+import keras
+from keras import ops
+
+from onestep_gan.rdf2text.transformer import (
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+    TransformerGenerator,
+)
+
+TINY = dict(
+    vocabulary_size=11,
+    max_source_length=7,
+    max_target_length=6,
+    model_dim=8,
+    num_heads=2,
+    feedforward_dim=16,
+    num_encoder_layers=1,
+    num_decoder_layers=2,
+    dropout=0.0,
+)
+SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0]], dtype="int32")
+# Decoder inputs (BOS + text[:-1]) without padding, so every position is a real query.
+TARGET = np.array([[2, 4, 5, 6, 7, 3], [2, 10, 9, 8, 3, 3]], dtype="int32")
+
+
+@pytest.fixture
+def model():
+    keras.utils.set_random_seed(1)
+    generator = TransformerGenerator(**TINY)
+    generator({"source": SOURCE, "target": TARGET})
+    return generator
+
+
+def _logits(model, source=SOURCE, target=TARGET, training=False):
+    return ops.convert_to_numpy(model({"source": source, "target": target}, training=training))
+
+
+def test_output_shape(model):
+    logits = _logits(model)
+    assert logits.shape == (2, 6, 11)
+    assert logits.dtype == np.float32
+    assert tuple(model.embedding_matrix.shape) == (11, 8)
+
+
+def test_cached_decode_step_equals_full_call_at_every_position(model):
+    full_logits = _logits(model)
+    memory, source_mask = model.encode(SOURCE)
+    cache = model.init_cache(memory, source_mask, max_length=6)
+    assert tuple(cache["layers"][0]["self_attention_keys"].shape) == (2, 6, 2, 4)
+    assert tuple(cache["layers"][1]["cross_attention_keys"].shape) == (2, 5, 2, 4)
+    for step in range(6):
+        step_logits, cache = model.decode_step(TARGET[:, step], ops.convert_to_tensor(step), cache)
+        np.testing.assert_allclose(step_logits, full_logits[:, step], atol=1e-5)
+
+
+def test_decode_step_inside_while_loop(model):
+    memory, source_mask = model.encode(SOURCE)
+    targets = ops.convert_to_tensor(TARGET)
+    logits_buffer = ops.zeros((2, 6, 11))
+
+    def body(step, cache, logits_buffer):
+        step_logits, cache = model.decode_step(ops.take(targets, step, axis=1), step, cache)
+        logits_buffer = ops.slice_update(logits_buffer, (0, step, 0), step_logits[:, None, :])
+        return step + 1, cache, logits_buffer
+
+    _, _, logits_buffer = ops.while_loop(
+        lambda step, cache, logits_buffer: step < 6,
+        body,
+        (ops.convert_to_tensor(0), model.init_cache(memory, source_mask, 6), logits_buffer),
+    )
+    np.testing.assert_allclose(logits_buffer, _logits(model), atol=1e-5)
+
+
+def test_one_hot_distributions_equal_ids(model):
+    one_hot = ops.one_hot(TARGET, 11)
+    np.testing.assert_allclose(_logits(model, target=one_hot), _logits(model), atol=1e-6)
+
+    memory, source_mask = model.encode(SOURCE)
+    id_cache = soft_cache = model.init_cache(memory, source_mask, 6)
+    for step in range(3):
+        id_logits, id_cache = model.decode_step(TARGET[:, step], step, id_cache)
+        soft_logits, soft_cache = model.decode_step(one_hot[:, step], step, soft_cache)
+        np.testing.assert_allclose(soft_logits, id_logits, atol=1e-6)
+
+
+def test_target_padding_from_ids_and_from_pad_mass_agree(model):
+    padded = TARGET.copy()
+    padded[1, 4:] = 0
+    np.testing.assert_allclose(
+        _logits(model, target=ops.one_hot(padded, 11)), _logits(model, target=padded), atol=1e-6
+    )
+    # Causal attention: padding at the end does not change the earlier positions.
+    np.testing.assert_allclose(_logits(model, target=padded)[1, :4], _logits(model)[1, :4], atol=1e-6)
+
+
+def test_appending_source_padding_keeps_logits(model):
+    padded_source = np.pad(SOURCE, ((0, 0), (0, 2)))  # length 5 -> 7 = max_source_length
+    np.testing.assert_allclose(_logits(model, source=padded_source), _logits(model), atol=1e-5)
+
+
+def test_gradient_flows_from_logits_to_target_distribution(model):
+    distribution = tf.Variable(tf.nn.softmax(tf.random.stateless_normal((2, 6, 11), seed=(1, 2))))
+    with tf.GradientTape() as tape:
+        logits = model({"source": SOURCE, "target": distribution})
+        loss = tf.reduce_sum(logits[:, :, 5])
+    distribution_gradient, embedding_gradient = tape.gradient(
+        loss, [distribution, model.embedding_matrix]
+    )
+    for gradient in (distribution_gradient, embedding_gradient):
+        gradient = ops.convert_to_numpy(gradient)
+        assert np.all(np.isfinite(gradient))
+        assert np.abs(gradient).sum() > 0
+    # Position 0 only sees the first input distribution, so later inputs get gradient only
+    # from later logits (causality): the gradient of logits[:, 0] w.r.t. inputs[:, 1:] is 0.
+    with tf.GradientTape() as tape:
+        first = tf.reduce_sum(model({"source": SOURCE, "target": distribution})[:, 0])
+    np.testing.assert_array_equal(tape.gradient(first, distribution)[:, 1:], 0.0)
+
+
+def test_gradient_through_cached_decode_step(model):
+    memory, source_mask = model.encode(SOURCE)
+    cache = model.init_cache(memory, source_mask, 6)
+    distribution = tf.Variable(tf.one_hot([4, 9], 11))
+    with tf.GradientTape() as tape:
+        _, cache = model.decode_step(tf.one_hot([2, 2], 11), 0, cache)
+        logits, _ = model.decode_step(distribution, 1, cache)
+        loss = tf.reduce_sum(logits[:, 3])
+    gradient = ops.convert_to_numpy(tape.gradient(loss, distribution))
+    assert np.all(np.isfinite(gradient)) and np.abs(gradient).sum() > 0
+
+
+def test_dropout_only_in_training():
+    keras.utils.set_random_seed(2)
+    model = TransformerGenerator(**dict(TINY, dropout=0.5))
+    np.testing.assert_array_equal(_logits(model), _logits(model))
+    assert not np.allclose(_logits(model, training=True), _logits(model))
+
+
+def test_keras_file_round_trip(model, tmp_path):
+    path = str(tmp_path / "generator.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(restored, TransformerGenerator)
+    np.testing.assert_array_equal(_logits(restored), _logits(model))
+
+
+def test_get_config_round_trip(model):
+    config = model.get_config()
+    for key, value in TINY.items():
+        assert config[key] == value
+    clone = TransformerGenerator.from_config(config)
+    clone({"source": SOURCE, "target": TARGET})
+    clone.set_weights(model.get_weights())
+    assert clone.get_config() == config
+    np.testing.assert_array_equal(_logits(clone), _logits(model))
+    block = TransformerDecoderBlock(8, 2, 16, dropout=0.1)
+    assert TransformerDecoderBlock.from_config(block.get_config()).get_config() == block.get_config()
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(model_dim=10, num_heads=4), "model_dim=10, num_heads=4"),
+        (dict(dropout=-0.1), "dropout=-0.1"),
+        (dict(vocabulary_size=3), "vocabulary_size=3"),
+        (dict(num_decoder_layers=0), "num_decoder_layers=0"),
+        (dict(eos_id=11), "eos_id=11"),
+    ],
+)
+def test_bad_arguments_raise(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerGenerator(**dict(TINY, **overrides))
+
+
+def test_bad_block_arguments_and_cache_length_raise(model):
+    with pytest.raises(ValueError, match="dropout=1.0"):
+        TransformerEncoderBlock(8, 2, 16, dropout=1.0)
+    with pytest.raises(ValueError, match="model_dim=8"):
+        TransformerEncoderBlock(8, 2, 16).build((None, None, 6))
+    memory, source_mask = model.encode(SOURCE)
+    with pytest.raises(ValueError, match="max_length=7"):
+        model.init_cache(memory, source_mask, max_length=7)
+
+
+def test_trainable_weight_count(model):
+    vocabulary, source_len, target_len, dim, feedforward = 11, 7, 6, 8, 16
+    attention = 4 * (dim * dim + dim)  # query, key, value, output kernels and biases
+    feedforward_params = dim * feedforward + feedforward + feedforward * dim + dim
+    layer_norm = 2 * dim
+    encoder_block = attention + feedforward_params + 2 * layer_norm
+    decoder_block = 2 * attention + feedforward_params + 3 * layer_norm
+    expected = (
+        vocabulary * dim  # shared token embedding, tied to the output projection
+        + (source_len + target_len) * dim  # learned positions
+        + 1 * encoder_block
+        + 2 * decoder_block
+        + 2 * layer_norm  # final encoder and decoder norms
+        + vocabulary  # output bias
+    )
+    assert expected == 2643
+    assert sum(int(np.prod(weight.shape)) for weight in model.trainable_weights) == expected
+    assert len(model.trainable_weights) == 1 + 2 + 16 + 2 * 26 + 4 + 1
