@@ -24,6 +24,10 @@ from onestep_gan import distribute
 from onestep_gan import losses as losses_lib
 
 
+def _to_tensors(structure):
+    return tree.map_structure(ops.convert_to_tensor, structure)
+
+
 class GANModel(keras.Model):
     """Base class: holds G and D, validates the data contract, scores samples.
 
@@ -114,14 +118,14 @@ class GANModel(keras.Model):
                     "gan.fit(conditions, real). Received only one input and no real samples. "
                     "For an unconditional GAN, set latent_dim."
                 )
-            return x, y
+            return _to_tensors(x), _to_tensors(y)
         if y is not None:
             raise ValueError(
                 f"An unconditional GAN (latent_dim={self.latent_dim}) is fit on real samples "
                 "only: gan.fit(real). Received a second element (y); for a conditional GAN "
                 "set latent_dim=None."
             )
-        return None, x
+        return None, _to_tensors(x)
 
     def check_sample_matches(self, real, fake):
         """Raises if the generator's sample cannot stand in for a real sample."""

@@ -1,0 +1,283 @@
+"""OneStepGAN: the single loss separates exactly, and one fit step equals the two-tape reference."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras
+from keras import ops
+
+import onestep_gan
+from onestep_gan import losses
+
+BATCH, CONDITION_DIM, LATENT_DIM, SAMPLE_DIM = 8, 3, 4, 2
+LAM = 0.5
+
+
+def make_generator(input_dim=CONDITION_DIM, name="generator"):
+    return keras.Sequential(
+        [keras.Input((input_dim,)), keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(SAMPLE_DIM)],
+        name=name,
+    )
+
+
+def make_conditional_discriminator(name="discriminator"):
+    conditions = keras.Input((CONDITION_DIM,))
+    sample = keras.Input((SAMPLE_DIM,))
+    hidden = keras.layers.Dense(16, activation="tanh")(keras.layers.Concatenate()([conditions, sample]))
+    return keras.Model([conditions, sample], keras.layers.Dense(1)(hidden), name=name)
+
+
+def make_unconditional_discriminator(name="discriminator"):
+    return keras.Sequential(
+        [keras.Input((SAMPLE_DIM,)), keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(1)], name=name
+    )
+
+
+def batch():
+    rng = np.random.default_rng(0)
+    conditions = rng.normal(size=(BATCH, CONDITION_DIM)).astype("float32")
+    real = rng.normal(size=(BATCH, SAMPLE_DIM)).astype("float32")
+    return conditions, real
+
+
+def conditional_gan(loss="hinge", lam=LAM):
+    return onestep_gan.OneStepGAN(
+        make_generator(), make_conditional_discriminator(), loss=loss, lam=lam
+    )
+
+
+def reference_gradients(gan, conditions, real, fake_input):
+    """Two tapes, the textbook way: grad_D L_D(D(real), D(sg(G))) and grad_G L_G(D(G))."""
+    gan_loss = gan.gan_loss
+    real = ops.convert_to_tensor(real)
+    if conditions is not None:
+        conditions = ops.convert_to_tensor(conditions)
+    discriminator_inputs = (lambda s: [conditions, s]) if conditions is not None else (lambda s: s)
+    with tf.GradientTape() as tape:
+        fake = ops.stop_gradient(gan.generator(fake_input))
+        real_scores = ops.squeeze(gan.discriminator(discriminator_inputs(real)), 1)
+        fake_scores = ops.squeeze(gan.discriminator(discriminator_inputs(fake)), 1)
+        d_loss = gan_loss.discriminator_loss(real_scores, fake_scores)
+    d_grads = tape.gradient(d_loss, gan.discriminator.trainable_variables)
+    with tf.GradientTape() as tape:
+        generator_scores = ops.squeeze(gan.discriminator(discriminator_inputs(gan.generator(fake_input))), 1)
+        g_loss = gan_loss.generator_loss(generator_scores, real_scores)
+    g_grads = tape.gradient(g_loss, gan.generator.trainable_variables)
+    return d_loss, g_loss, d_grads, g_grads
+
+
+@pytest.mark.parametrize("loss", sorted(set(losses.LOSSES) - {"wasserstein"}))
+def test_single_loss_separates_exactly(loss):
+    gan = conditional_gan(loss)
+    conditions, real = batch()
+    gan(conditions)
+    with tf.GradientTape(persistent=True) as tape:
+        fake = gan(conditions)
+        total = gan.compute_loss(conditions, real, fake)
+    d_grads = tape.gradient(total, gan.discriminator.trainable_variables)
+    g_grads = tape.gradient(total, gan.generator.trainable_variables)
+    d_loss, _, ref_d_grads, ref_g_grads = reference_gradients(gan, conditions, real, conditions)
+
+    # The bracket is exactly 0: the single loss equals L_D bit for bit.
+    assert float(total) == float(d_loss)
+    # On D: exactly grad(L_D), no rounding residue from the bracket.
+    for grad, ref in zip(d_grads, ref_d_grads):
+        np.testing.assert_array_equal(grad.numpy(), ref.numpy())
+    # On G: lam * grad(L_G).
+    for grad, ref in zip(g_grads, ref_g_grads):
+        np.testing.assert_allclose(grad.numpy(), LAM * ref.numpy(), rtol=1e-5, atol=1e-7)
+        assert np.any(grad.numpy() != 0)
+
+
+def test_bracket_gradient_on_discriminator_is_exactly_zero():
+    # With L_D removed (zero real and fake terms), the D gradient must be exactly 0, not ~1e-7.
+    gan = conditional_gan()
+    conditions, real = batch()
+    gan(conditions)
+    with tf.GradientTape() as tape:
+        fake = gan(conditions)
+        generator_scores = gan.score_with_frozen_discriminator(conditions, fake)
+        g_loss = gan.gan_loss.generator_loss(generator_scores)
+        bracket = g_loss - ops.stop_gradient(g_loss)
+    grads = tape.gradient(bracket, gan.discriminator.trainable_variables)
+    assert float(bracket) == 0.0
+    assert all(grad is None or not np.any(grad.numpy()) for grad in grads)
+
+
+def apply_sgd_reference(variables, grads, learning_rate, scale=1.0):
+    return [v.numpy() - learning_rate * scale * g.numpy() for v, g in zip(variables, grads)]
+
+
+def test_fit_step_with_sgd_matches_two_tape_reference_conditional():
+    learning_rate = 0.1
+    gan = conditional_gan()
+    conditions, real = batch()
+    gan(conditions)
+    _, _, ref_d_grads, ref_g_grads = reference_gradients(gan, conditions, real, conditions)
+    expected_d = apply_sgd_reference(gan.discriminator.trainable_variables, ref_d_grads, learning_rate)
+    expected_g = apply_sgd_reference(gan.generator.trainable_variables, ref_g_grads, learning_rate, LAM)
+
+    gan.compile(optimizer=keras.optimizers.SGD(learning_rate))
+    gan.fit(conditions, real, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+
+    for variable, expected in zip(gan.discriminator.trainable_variables, expected_d):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+    for variable, expected in zip(gan.generator.trainable_variables, expected_g):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_fit_step_with_sgd_matches_two_tape_reference_unconditional():
+    learning_rate = 0.1
+    seed = 7
+    gan = onestep_gan.OneStepGAN(
+        make_generator(LATENT_DIM), make_unconditional_discriminator(), lam=LAM, latent_dim=LATENT_DIM, seed=seed
+    )
+    _, real = batch()
+    gan.sample(2)
+    gan.seed_generator = onestep_gan.ReplicaSeedGenerator(seed)  # rewind the noise stream
+    # The same first draw the model makes inside fit.
+    z = keras.random.normal((BATCH, LATENT_DIM), seed=keras.random.SeedGenerator(seed))
+    _, _, ref_d_grads, ref_g_grads = reference_gradients(gan, None, real, z)
+    expected_d = apply_sgd_reference(gan.discriminator.trainable_variables, ref_d_grads, learning_rate)
+    expected_g = apply_sgd_reference(gan.generator.trainable_variables, ref_g_grads, learning_rate, LAM)
+
+    gan.compile(optimizer=keras.optimizers.SGD(learning_rate))
+    gan.fit(real, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+
+    for variable, expected in zip(gan.discriminator.trainable_variables, expected_d):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+    for variable, expected in zip(gan.generator.trainable_variables, expected_g):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_fit_and_evaluate_log_all_metrics_and_evaluate_does_not_update():
+    gan = conditional_gan()
+    conditions, real = batch()
+    gan.compile(optimizer="adam")
+    history = gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)
+    assert set(history.history) == {"loss", "d_loss", "g_loss", "real_score", "fake_score"}
+    before = [v.numpy().copy() for v in gan.trainable_variables]
+    results = gan.evaluate(conditions, real, batch_size=4, verbose=0, return_dict=True)
+    assert set(results) == {"loss", "d_loss", "g_loss", "real_score", "fake_score"}
+    # The single loss's value is L_D (the bracket is 0).
+    assert results["loss"] == pytest.approx(results["d_loss"], rel=1e-6)
+    for variable, value in zip(gan.trainable_variables, before):
+        np.testing.assert_array_equal(variable.numpy(), value)
+
+
+def test_wasserstein_gradient_penalty_is_part_of_the_discriminator_term():
+    gan = conditional_gan("wasserstein")
+    conditions, real = (ops.convert_to_tensor(t) for t in batch())
+    fake = gan(conditions)
+    d_loss, real_scores, fake_scores = gan.discriminator_loss(conditions, real, ops.stop_gradient(fake))
+    critic = float(ops.mean(fake_scores) - ops.mean(real_scores))
+    penalty = float(d_loss) - critic
+    assert penalty > 0  # a random tanh critic is far from 1-Lipschitz
+    gan.compile(optimizer="adam")
+    history = gan.fit(conditions, real, batch_size=BATCH, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+
+
+class ArgmaxGenerator(keras.Model):
+    """The classic text-GAN failure: ids through argmax, then one-hot -- no gradient path."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.logits = keras.layers.Dense(SAMPLE_DIM)
+
+    def call(self, conditions):
+        ids = ops.argmax(self.logits(conditions), axis=-1)
+        return ops.one_hot(ids, SAMPLE_DIM)
+
+
+def test_generator_without_gradient_fails_loudly():
+    gan = onestep_gan.OneStepGAN(ArgmaxGenerator(name="argmax_generator"), make_conditional_discriminator())
+    conditions, real = batch()
+    gan.compile(optimizer="adam")
+    with pytest.raises(ValueError) as error:
+        gan.fit(conditions, real, batch_size=BATCH, epochs=1, verbose=0)
+    message = str(error.value)
+    assert "No gradient reaches the generator's trainable weights" in message
+    assert "argmax_generator" in message
+    assert "Gumbel-softmax" in message
+
+
+def test_keras_round_trip_gives_identical_outputs(tmp_path):
+    gan = conditional_gan()
+    conditions, real = batch()
+    gan.compile(optimizer="adam")
+    gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)
+    path = tmp_path / "gan.keras"
+    gan.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(restored, onestep_gan.OneStepGAN)
+    assert restored.lam == LAM and restored.gan_loss.name == "hinge"
+    np.testing.assert_array_equal(restored.predict(conditions, verbose=0), gan.predict(conditions, verbose=0))
+    scores = gan.discriminator([conditions, real])
+    np.testing.assert_array_equal(restored.discriminator([conditions, real]), scores)
+    # The restored model can keep training.
+    restored.fit(conditions, real, batch_size=4, epochs=1, verbose=0)
+
+
+def test_get_config_from_config_round_trip():
+    gan = onestep_gan.OneStepGAN(
+        make_generator(LATENT_DIM), make_unconditional_discriminator(), loss="least_squares",
+        lam=0.25, latent_dim=LATENT_DIM, seed=3,
+    )
+    config = gan.get_config()
+    clone = onestep_gan.OneStepGAN.from_config(config)
+    assert clone.get_config() == config
+    assert (clone.lam, clone.latent_dim, clone.seed, clone.gan_loss.name) == (0.25, LATENT_DIM, 3, "least_squares")
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"lam": -1.0}, r"Expected lam to be a number >= 0. Received: lam=-1.0"),
+        ({"loss": "minimax"}, r"Expected one of .* Received: loss='minimax'"),
+        ({"latent_dim": 0}, r"latent_dim.*Received: latent_dim=0"),
+    ],
+)
+def test_bad_arguments_raise(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        onestep_gan.OneStepGAN(make_generator(), make_conditional_discriminator(), **kwargs)
+
+
+def test_generator_must_be_a_keras_layer():
+    with pytest.raises(ValueError, match="Expected the generator to be a keras.Model.*Received: generator="):
+        onestep_gan.OneStepGAN(lambda x: x, make_conditional_discriminator())
+
+
+def test_discriminator_with_wrong_output_shape_raises():
+    conditions_in, sample_in = keras.Input((CONDITION_DIM,)), keras.Input((SAMPLE_DIM,))
+    wide = keras.Model(
+        [conditions_in, sample_in], keras.layers.Dense(3)(keras.layers.Concatenate()([conditions_in, sample_in]))
+    )
+    gan = onestep_gan.OneStepGAN(make_generator(), wide)
+    gan.compile(optimizer="adam")
+    conditions, real = batch()
+    with pytest.raises(ValueError, match=r"scores of shape \(batch,\) or \(batch, 1\). Received: shape \(.*, 3\)"):
+        gan.fit(conditions, real, batch_size=BATCH, verbose=0)
+
+
+def test_data_not_matching_the_contract_raises():
+    conditions, real = batch()
+    gan = conditional_gan()
+    gan.compile(optimizer="adam")
+    with pytest.raises(ValueError, match=r"conditional GAN .* is fit on \(conditions, real\) pairs"):
+        gan.fit(conditions, batch_size=BATCH, verbose=0)
+    with pytest.raises(ValueError, match=r"shape of the real samples .* Received: real shape \(.*, 5\), generated shape \(.*, 2\)"):
+        gan.fit(conditions, np.zeros((BATCH, 5), "float32"), batch_size=BATCH, verbose=0)
+    unconditional = onestep_gan.OneStepGAN(
+        make_generator(LATENT_DIM), make_unconditional_discriminator(), latent_dim=LATENT_DIM
+    )
+    unconditional.compile(optimizer="adam")
+    with pytest.raises(ValueError, match=r"unconditional GAN \(latent_dim=4\) is fit on real samples only"):
+        unconditional.fit(real, real, batch_size=BATCH, verbose=0)
+
+
+def test_compile_refuses_a_loss():
+    gan = conditional_gan()
+    with pytest.raises(ValueError, match="computes its own single loss.*Received: compile\\(loss='mse'\\)"):
+        gan.compile(optimizer="adam", loss="mse")
