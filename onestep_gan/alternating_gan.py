@@ -14,6 +14,7 @@ from keras import tree
 
 from onestep_gan import distribute
 from onestep_gan.gan_model import GANModel
+from onestep_gan.optimizers import GANOptimizer
 
 
 @keras.saving.register_keras_serializable(package="onestep_gan")
@@ -59,23 +60,29 @@ class AlternatingGAN(GANModel):
             )
         kwargs.pop("loss", None)
         kwargs.pop("optimizer", None)
-        self.discriminator_optimizer = keras.optimizers.get(discriminator_optimizer)
-        self.generator_optimizer = keras.optimizers.get(generator_optimizer)
-        super().compile(optimizer=self.discriminator_optimizer, **kwargs)
+        # One GANOptimizer holds both, so that each is built on its own net's
+        # variables and both are saved with the model.
+        optimizer = GANOptimizer(discriminator_optimizer, generator_optimizer=generator_optimizer)
+        generator = self.generator
+        optimizer.assign_generator_variables(lambda: generator.trainable_variables)
+        super().compile(optimizer=optimizer, **kwargs)
 
-    def get_compile_config(self):
-        if not self.compiled:
-            return None
-        return {
-            "discriminator_optimizer": keras.optimizers.serialize(self.discriminator_optimizer),
-            "generator_optimizer": keras.optimizers.serialize(self.generator_optimizer),
-        }
+    @property
+    def discriminator_optimizer(self):
+        return self.optimizer.discriminator_optimizer
+
+    @property
+    def generator_optimizer(self):
+        return self.optimizer.generator_optimizer
 
     def compile_from_config(self, config):
+        optimizer = keras.saving.deserialize_keras_object(config["optimizer"])
         self.compile(
-            discriminator_optimizer=keras.optimizers.deserialize(config["discriminator_optimizer"]),
-            generator_optimizer=keras.optimizers.deserialize(config["generator_optimizer"]),
+            discriminator_optimizer=optimizer.discriminator_optimizer,
+            generator_optimizer=optimizer.generator_optimizer,
         )
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Used by `evaluate`: reports L_D + L_G on the batch without updating."""

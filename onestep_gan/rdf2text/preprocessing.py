@@ -22,6 +22,7 @@ Each placeholder replaces every occurrence of its matched form.
 """
 
 import dataclasses
+import functools
 import re
 import unicodedata
 
@@ -52,7 +53,13 @@ _ABBREVIATIONS = frozenset(
     {"mr.", "mrs.", "ms.", "dr.", "st.", "jr.", "sr.", "inc.", "ltd.", "co.", "no.", "vs.",
      "mt.", "ft.", "prof.", "gen.", "lt.", "col.", "capt.", "sgt.", "corp.", "etc."}
 )
-_DASHES = str.maketrans({"\u2013": "-", "\u2014": "-", "\u2010": "-", "\u2011": "-"})
+_DASH_PATTERN = re.compile("[-\u2010\u2011\u2012\u2013\u2014]")
+_NUMBER_PATTERN = re.compile(r"^[\d.,]+$")
+# Common other names of frequent WebNLG entities, tried when the entity itself is not found.
+_ALIASES = {
+    "United States": ("U.S.A.", "U.S.", "USA", "US", "America"),
+    "United Kingdom": ("U.K.", "UK", "Britain"),
+}
 
 _word_tokenizer = NLTKWordTokenizer()
 _detokenizer = TreebankWordDetokenizer()
@@ -193,20 +200,39 @@ def _placeholder_for(entity, entity_to_placeholder):
     return entity_to_placeholder[entity]
 
 
-def _match_key(token):
-    """Comparison form of a token: lowercase, accents removed, dashes unified."""
-    decomposed = unicodedata.normalize("NFKD", token.translate(_DASHES).lower())
-    return "".join(char for char in decomposed if not unicodedata.combining(char))
+@functools.lru_cache(maxsize=262144)
+def _match_keys(token):
+    """Comparison keys of a token: lowercase, accents and (outside numbers) periods removed,
+    split at dashes; none for punctuation, so "Madrid–Barajas", "Madrid - Barajas" and
+    "Madrid Barajas" compare equal, as do "St." and "St", "Sc.D." and "Sc.D"."""
+    decomposed = unicodedata.normalize("NFKD", token.lower())
+    key = "".join(char for char in decomposed if not unicodedata.combining(char))
+    key = key.rstrip(".") if _NUMBER_PATTERN.match(key) else key.replace(".", "")
+    return tuple(
+        part for part in _DASH_PATTERN.split(key)
+        if part and not all(unicodedata.category(char)[0] in "PS" for char in part)
+    )
+
+
+@functools.lru_cache(maxsize=65536)
+def _form_keys(form):
+    # Cached: an entity is looked up once per reference text, and tokenising is the slow part.
+    return tuple(key for token in tokenize(form) for key in _match_keys(token))
 
 
 def _fallback_forms(entity):
     """Other ways a text may write `entity` (see the module docstring), most specific first."""
-    forms = []
+    forms = list(_ALIASES.get(entity, ()))
     without_parenthesis = re.sub(r"\s*\([^()]*\)\s*$", "", entity)
     if without_parenthesis and without_parenthesis != entity:
         forms.append(without_parenthesis)
     if "," in without_parenthesis:
         forms.append(without_parenthesis.split(",")[0].strip())
+    if without_parenthesis.endswith(" language"):
+        forms.append(without_parenthesis[: -len(" language")])
+    number = re.match(r'^"?(\d+)\.0"?$', without_parenthesis)
+    if number:
+        forms.append(number.group(1))
     date = _ISO_DATE_PATTERN.match(entity)
     if date:
         year, month, day = date.group(1), int(date.group(2)), int(date.group(3))
@@ -214,53 +240,64 @@ def _fallback_forms(entity):
             month_name = _MONTHS[month - 1]
             forms.extend(
                 (f"{day} {month_name} {year}", f"{month_name} {day}, {year}",
-                 f"{month_name} {day} {year}", f"{month_name} {year}", year)
+                 f"{month_name} {year}", year)
             )
-    return [form for form in forms if form]
+    return [form for form in forms if form.strip()]
 
 
 def _delexicalise_text(tokens, entity_map):
     """Replaces entity mentions in `tokens` by placeholders (two passes, longest forms first)."""
-    # Each item is (token, is_placeholder_already); placeholders are never matched again.
-    items = [(token, False) for token in tokens]
-    exact = [
-        (placeholder, [_match_key(t) for t in tokenize(entity)])
-        for placeholder, entity in entity_map.items()
-    ]
+    # Sub-token keys of the text, each with the index of its token.
+    keys, key_token = [], []
+    for index, token in enumerate(tokens):
+        for key in _match_keys(token):
+            keys.append(key)
+            key_token.append(index)
+    replacement = [None] * len(tokens)  # placeholder at a match's first token
+    covered = [False] * len(tokens)  # inside a match (then dropped unless it is the first)
+    exact = [(placeholder, list(_form_keys(entity))) for placeholder, entity in entity_map.items()]
     matched = set()
     for placeholder, form in sorted(exact, key=lambda pair: -len(pair[1])):
-        items, found = _replace_form(items, form, placeholder)
-        if found:
+        if _replace_form(keys, key_token, form, placeholder, replacement, covered):
             matched.add(placeholder)
     fallbacks = [
-        (placeholder, [_match_key(t) for t in tokenize(form)])
+        (placeholder, list(_form_keys(form)))
         for placeholder, entity in entity_map.items()
         if placeholder not in matched
         for form in _fallback_forms(entity)
     ]
     for placeholder, form in sorted(fallbacks, key=lambda pair: -len(pair[1])):
-        if placeholder in matched:
-            continue
-        items, found = _replace_form(items, form, placeholder)
-        if found:
-            matched.add(placeholder)
-    return [token for token, _ in items]
-
-
-def _replace_form(items, form, placeholder):
-    """Replaces every occurrence of the token sequence `form` in `items` by `placeholder`."""
-    if not form:
-        return items, False
-    output, found, position = [], False, 0
-    while position < len(items):
-        window = items[position : position + len(form)]
-        if len(window) == len(form) and all(
-            not done and _match_key(token) == key for (token, done), key in zip(window, form)
+        if placeholder not in matched and _replace_form(
+            keys, key_token, form, placeholder, replacement, covered
         ):
-            output.append((placeholder, True))
-            position += len(form)
+            matched.add(placeholder)
+    return [
+        replacement[index] if replacement[index] else token
+        for index, token in enumerate(tokens)
+        if replacement[index] or not covered[index]
+    ]
+
+
+def _replace_form(keys, key_token, form, placeholder, replacement, covered):
+    """Marks every occurrence of the key sequence `form` that spans whole, not yet covered
+    tokens; returns whether there was one."""
+    found = False
+    if not form:
+        return found
+    first_key, length = form[0], len(form)
+    for start in range(len(keys) - length + 1):
+        if keys[start] != first_key:
+            continue
+        end = start + length - 1
+        first, last = key_token[start], key_token[end]
+        if (
+            keys[start : end + 1] == form
+            and (start == 0 or key_token[start - 1] != first)
+            and (end == len(keys) - 1 or key_token[end + 1] != last)
+            and not any(covered[first : last + 1])
+        ):
+            for index in range(first, last + 1):
+                covered[index] = True
+            replacement[first] = placeholder
             found = True
-        else:
-            output.append(items[position])
-            position += 1
-    return output, found
+    return found

@@ -1,0 +1,175 @@
+"""Command line: `onestep-gan train|generate|evaluate` (also `python -m onestep_gan`).
+
+    onestep-gan train --run-dir runs/webnlg_mle [--quick] [--epochs N] [--data-dir DIR]
+    onestep-gan generate --run-dir runs/webnlg_mle [--input FILE]   # else reads stdin
+    onestep-gan evaluate --hypotheses runs/webnlg_mle/test_hypotheses.txt --split test
+
+`generate` reads one triple set per line, triples separated by ` ; `, the parts of a triple
+by ` | `, in WebNLG spelling:
+
+    Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot
+
+and prints one text per line.
+"""
+
+import argparse
+import dataclasses
+import logging
+import os
+import pathlib
+import sys
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+TRIPLE_SET_SEPARATOR = " ; "
+TRIPLE_PART_SEPARATOR = " | "
+
+
+def add_train_arguments(parser):
+    """Arguments of `train` (shared with examples/webnlg.py)."""
+    parser.add_argument("--run-dir", default="runs/webnlg_mle", help="output folder (default: %(default)s)")
+    parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder with train/dev/test (default: $WEBNLG_DIR)")
+    parser.add_argument("--quick", action="store_true", help="tiny sample, tiny model, 2 epochs (about a minute)")
+    parser.add_argument("--epochs", type=int, help="training epochs")
+    parser.add_argument("--batch-size", type=int, help="training batch size")
+    parser.add_argument("--model-dim", type=int, help="Transformer hidden size")
+    parser.add_argument("--layers", type=int, help="encoder and decoder layers (each)")
+    parser.add_argument("--decode-method", choices=("greedy", "beam"), help="decoding of dev/test")
+    parser.add_argument("--beam-width", type=int, help="beam size")
+    parser.add_argument("--max-train-entries", type=int, help="seeded sample of train entries")
+    parser.add_argument("--max-eval-entries", type=int, help="seeded sample of dev and test entries")
+    parser.add_argument("--seed", type=int, help="random seed")
+
+
+def config_from_arguments(args):
+    """`RDF2TextConfig` from parsed `add_train_arguments` arguments (unset flags keep defaults)."""
+    from onestep_gan.rdf2text.training import RDF2TextConfig
+
+    config = RDF2TextConfig.quick() if args.quick else RDF2TextConfig()
+    overrides = {
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "model_dim": args.model_dim,
+        "num_encoder_layers": args.layers,
+        "num_decoder_layers": args.layers,
+        "decode_method": args.decode_method,
+        "beam_width": args.beam_width,
+        "max_train_entries": args.max_train_entries,
+        "max_eval_entries": args.max_eval_entries,
+        "seed": args.seed,
+    }
+    if args.model_dim is not None:
+        overrides["feedforward_dim"] = 4 * args.model_dim
+    return dataclasses.replace(config, **{key: value for key, value in overrides.items() if value is not None})
+
+
+def parse_triple_sets(lines):
+    """Lines of `s | p | o ; s | p | o` -> list of lists of `webnlg.Triple` (blank lines skipped)."""
+    from onestep_gan.rdf2text.webnlg import Triple
+
+    triple_sets = []
+    for line_number, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line:
+            continue
+        triples = []
+        for text in line.split(TRIPLE_SET_SEPARATOR.strip()):
+            parts = [part.strip() for part in text.split(TRIPLE_PART_SEPARATOR.strip())]
+            if len(parts) != 3 or not all(parts):
+                raise ValueError(
+                    f"Line {line_number}: expected triples 'subject | predicate | object' separated "
+                    f"by ' ; '. Received: {text.strip()!r}"
+                )
+            triples.append(Triple(*parts))
+        triple_sets.append(triples)
+    return triple_sets
+
+
+def _train(args):
+    from onestep_gan.rdf2text.training import train_and_evaluate
+
+    results = train_and_evaluate(config_from_arguments(args), args.data_dir, args.run_dir)
+    from onestep_gan.rdf2text.evaluation import format_markdown_table
+
+    for name in ("dev", "test"):
+        print(f"{name}:\n{format_markdown_table(results[name])}")
+    return 0
+
+
+def _generate(args):
+    from onestep_gan.rdf2text.training import generate_texts, load_run
+
+    if args.input:
+        lines = pathlib.Path(args.input).read_text(encoding="utf-8").splitlines()
+    else:
+        lines = sys.stdin.read().splitlines()
+    triple_sets = parse_triple_sets(lines)
+    if not triple_sets:
+        return 0
+    model, vocabulary, config = load_run(args.run_dir)
+    texts = generate_texts(
+        model,
+        vocabulary,
+        triple_sets,
+        method=args.decode_method or config.decode_method,
+        beam_width=args.beam_width or config.beam_width,
+        length_penalty=config.length_penalty,
+        batch_size=config.decode_batch_size,
+    )
+    for text in texts:
+        print(text)
+    return 0
+
+
+def _evaluate(args):
+    from onestep_gan.rdf2text import evaluation, webnlg
+
+    hypotheses_path = pathlib.Path(args.hypotheses)
+    hypotheses = hypotheses_path.read_text(encoding="utf-8").splitlines()
+    entries = webnlg.load_webnlg(args.split, args.data_dir)
+    if len(hypotheses) != len(entries):
+        raise ValueError(
+            f"Expected one hypothesis per {args.split} entry ({len(entries)}). "
+            f"Received: {len(hypotheses)} lines in {hypotheses_path}"
+        )
+    output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
+    name = args.name or f"{args.split}_evaluated"
+    scores = evaluation.write_report(output_dir, hypotheses, entries, name=name)
+    print(evaluation.format_markdown_table(scores))
+    return 0
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="onestep-gan", description=__doc__.split("\n")[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+
+    train = subparsers.add_parser("train", help="train on WebNLG, decode and score dev/test")
+    add_train_arguments(train)
+    train.set_defaults(handler=_train)
+
+    generate = subparsers.add_parser("generate", help="texts for triple sets (one set per line)")
+    generate.add_argument("--run-dir", required=True, help="a finished training run")
+    generate.add_argument("--input", help="file of triple sets (default: stdin)")
+    generate.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
+    generate.add_argument("--beam-width", type=int, help="default: the run's")
+    generate.set_defaults(handler=_generate)
+
+    evaluate = subparsers.add_parser("evaluate", help="score a hypotheses file against WebNLG references")
+    evaluate.add_argument("--hypotheses", required=True, help="one output per line, in entry order")
+    evaluate.add_argument("--split", default="test", choices=("dev", "test"))
+    evaluate.add_argument("--data-dir", default=None, help="WebNLG folder (default: $WEBNLG_DIR)")
+    evaluate.add_argument("--output-dir", help="where the scores go (default: beside the hypotheses)")
+    evaluate.add_argument("--name", help="file name prefix (default: {split}_evaluated)")
+    evaluate.set_defaults(handler=_evaluate)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return args.handler(args)
+    except ValueError as error:
+        logging.getLogger("onestep_gan").error("%s", error)
+        return 2

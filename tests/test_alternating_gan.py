@@ -1,0 +1,76 @@
+"""AlternatingGAN: one fit step is a D step on stopped fakes, then a G step through the updated D."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras
+from keras import ops
+
+import onestep_gan
+from tests.test_one_step_gan import BATCH, batch, make_conditional_discriminator, make_generator
+
+
+def make_gan(**kwargs):
+    return onestep_gan.AlternatingGAN(make_generator(), make_conditional_discriminator(), **kwargs)
+
+
+def test_fit_step_matches_manual_alternating_updates():
+    learning_rate = 0.1
+    gan = make_gan()
+    conditions, real = (ops.convert_to_tensor(t) for t in batch())
+    gan(conditions)
+    generator, discriminator, gan_loss = gan.generator, gan.discriminator, gan.gan_loss
+    d_start = [v.numpy().copy() for v in discriminator.trainable_variables]
+    g_start = [v.numpy().copy() for v in generator.trainable_variables]
+
+    # Reference: D step, then G step through the updated D.
+    with tf.GradientTape() as tape:
+        fake = ops.stop_gradient(generator(conditions))
+        real_scores = ops.squeeze(discriminator([conditions, real]), 1)
+        d_loss = gan_loss.discriminator_loss(real_scores, ops.squeeze(discriminator([conditions, fake]), 1))
+    d_grads = tape.gradient(d_loss, discriminator.trainable_variables)
+    expected_d = [w - learning_rate * g.numpy() for w, g in zip(d_start, d_grads)]
+    for variable, value in zip(discriminator.trainable_variables, expected_d):
+        variable.assign(value)
+    with tf.GradientTape() as tape:
+        g_loss = gan_loss.generator_loss(ops.squeeze(discriminator([conditions, generator(conditions)]), 1))
+    g_grads = tape.gradient(g_loss, generator.trainable_variables)
+    expected_g = [w - learning_rate * g.numpy() for w, g in zip(g_start, g_grads)]
+    for variable, value in zip(discriminator.trainable_variables, d_start):
+        variable.assign(value)
+
+    gan.compile(
+        discriminator_optimizer=keras.optimizers.SGD(learning_rate),
+        generator_optimizer=keras.optimizers.SGD(learning_rate),
+    )
+    history = gan.fit(conditions, real, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+    assert set(history.history) == {"loss", "d_loss", "g_loss", "real_score", "fake_score"}
+    for variable, expected in zip(discriminator.trainable_variables, expected_d):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+    for variable, expected in zip(generator.trainable_variables, expected_g):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_unconditional_fit_and_keras_round_trip(tmp_path):
+    gan = onestep_gan.AlternatingGAN(
+        make_generator(4), keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]), latent_dim=4,
+        loss="non_saturating", discriminator_steps=2,
+    )
+    gan.compile(discriminator_optimizer="adam", generator_optimizer="adam")
+    _, real = batch()
+    history = gan.fit(real, batch_size=4, epochs=1, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    gan.save(tmp_path / "alternating.keras")
+    restored = keras.saving.load_model(tmp_path / "alternating.keras", safe_mode=True)
+    assert restored.discriminator_steps == 2 and restored.latent_dim == 4
+    z = np.random.default_rng(0).normal(size=(3, 4)).astype("float32")
+    np.testing.assert_array_equal(restored.generator(z), gan.generator(z))
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="Expected discriminator_steps to be a positive int. Received: discriminator_steps=0"):
+        make_gan(discriminator_steps=0)
+    gan = make_gan()
+    with pytest.raises(ValueError, match="takes discriminator_optimizer and generator_optimizer"):
+        gan.compile(optimizer="adam")

@@ -1,0 +1,309 @@
+"""Schedules, straight-through Gumbel-softmax, TextSampler: exact one-hots, EOS masking,
+gradients reaching every generator weight, the one-step GAN on text, saving, XLA."""
+
+import numpy as np
+import pytest
+import tensorflow as tf  # GradientTape and tf.function only; the module uses keras.ops.
+
+import keras
+from keras import ops
+
+import onestep_gan
+from onestep_gan.rdf2text.discriminator import TextDiscriminator
+from onestep_gan.rdf2text.sampling import (
+    ConstantSchedule,
+    ExponentialSchedule,
+    LinearSchedule,
+    TextSampler,
+    get_schedule,
+    gumbel_noise,
+    straight_through_gumbel_softmax,
+)
+from onestep_gan.rdf2text.transformer import TransformerGenerator
+
+VOCABULARY_SIZE = 13
+PAD, BOS, EOS = 0, 2, 3
+MAX_LENGTH = 6
+GENERATOR = dict(
+    vocabulary_size=VOCABULARY_SIZE,
+    max_source_length=7,
+    max_target_length=MAX_LENGTH,
+    model_dim=8,
+    num_heads=2,
+    feedforward_dim=16,
+    num_encoder_layers=1,
+    num_decoder_layers=2,
+    dropout=0.0,
+)
+DISCRIMINATOR = dict(
+    vocabulary_size=VOCABULARY_SIZE,
+    max_source_length=7,
+    max_target_length=MAX_LENGTH,
+    model_dim=8,
+    num_heads=2,
+    feedforward_dim=16,
+    num_layers=1,
+    dropout=0.0,
+)
+SOURCE = np.array([[5, 6, 7, 8, 0], [9, 4, 0, 0, 0], [4, 4, 5, 0, 0]], dtype="int32")
+REAL_IDS = np.array(
+    [[4, 5, 6, 3, 0, 0], [7, 8, 9, 10, 11, 3], [12, 3, 0, 0, 0, 0]], dtype="int32"
+)
+
+
+def _sampler(schedule=1.0, seed=0, max_length=MAX_LENGTH):
+    return TextSampler(
+        TransformerGenerator(**GENERATOR), max_length=max_length, schedule=schedule, seed=seed
+    )
+
+
+def _eos_biased_sampler(seed=0):
+    """A sampler whose generator emits EOS often, so rows finish at different steps."""
+    sampler = _sampler(seed=seed)
+    sampler.build()
+    bias = np.zeros(VOCABULARY_SIZE, "float32")
+    bias[EOS] = 2.0
+    sampler.generator.output_bias.assign(bias)
+    return sampler
+
+
+# ----------------------------------------------------------------------------- schedules
+def test_constant_schedule_value():
+    schedule = ConstantSchedule(2.5)
+    for step in (0, 7, 10**6):
+        assert float(schedule(ops.convert_to_tensor(step))) == 2.5
+
+
+def test_linear_schedule_exact_values():
+    schedule = LinearSchedule(beta_start=1.0, beta_end=3.0, num_steps=10)
+    values = [float(schedule(ops.convert_to_tensor(step))) for step in (0, 5, 10, 25)]
+    assert values == [1.0, 2.0, 3.0, 3.0]
+
+
+def test_exponential_schedule_values():
+    schedule = ExponentialSchedule(beta_start=0.5, beta_end=32.0, num_steps=6)
+    assert float(schedule(ops.convert_to_tensor(0))) == 0.5
+    # Geometric: x2 per step (32 / 0.5 = 2**6).
+    np.testing.assert_allclose(float(schedule(ops.convert_to_tensor(3))), 4.0, rtol=1e-6)
+    assert float(schedule(ops.convert_to_tensor(6))) == 32.0
+    assert float(schedule(ops.convert_to_tensor(100))) == 32.0
+
+
+def test_schedule_config_round_trip():
+    for schedule in (ConstantSchedule(0.7), LinearSchedule(1.0, 2.0, 3), ExponentialSchedule(1.0, 8.0, 4)):
+        restored = get_schedule(keras.saving.serialize_keras_object(schedule))
+        assert type(restored) is type(schedule)
+        assert restored.get_config() == schedule.get_config()
+    assert get_schedule(2.0).get_config() == {"inverse_temperature": 2.0}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ConstantSchedule(0.0),
+        lambda: LinearSchedule(-1.0, 2.0, 10),
+        lambda: LinearSchedule(1.0, 2.0, 0),
+        lambda: ExponentialSchedule(1.0, 0.0, 10),
+        lambda: ExponentialSchedule(1.0, 2.0, 2.5),
+        lambda: get_schedule("hot"),
+    ],
+)
+def test_schedule_bad_arguments_raise(make):
+    with pytest.raises(ValueError, match="Received"):
+        make()
+
+
+# ------------------------------------------------------------- straight-through Gumbel
+def test_straight_through_forward_is_exact_one_hot():
+    logits = keras.random.normal((64, 17), seed=1) * 3.0
+    for beta in (0.1, 1.0, 10.0):
+        sample = ops.convert_to_numpy(
+            straight_through_gumbel_softmax(logits, beta, seed=keras.random.SeedGenerator(5))
+        )
+        assert set(np.unique(sample)) <= {0.0, 1.0}
+        np.testing.assert_array_equal(sample.sum(axis=-1), np.ones(64))
+    # The token is argmax(logits + g): the same noise picks the same token at any beta.
+    noise = gumbel_noise((64, 17), seed=keras.random.SeedGenerator(5))
+    np.testing.assert_array_equal(
+        np.argmax(sample, axis=-1), np.argmax(ops.convert_to_numpy(logits + noise), axis=-1)
+    )
+
+
+def test_straight_through_gradient_equals_soft_gradient():
+    logits = tf.Variable(keras.random.normal((4, 9), seed=2))
+    weights = keras.random.normal((4, 9), seed=3)
+    beta = 0.7
+    with tf.GradientTape() as tape:
+        sample = straight_through_gumbel_softmax(logits, beta, seed=keras.random.SeedGenerator(11))
+        loss = ops.sum(sample * weights)
+    straight_through_gradient = tape.gradient(loss, logits)
+
+    noise = gumbel_noise((4, 9), seed=keras.random.SeedGenerator(11))  # the same draw
+    with tf.GradientTape() as tape:
+        soft = ops.softmax(beta * (logits + noise), axis=-1)
+        loss = ops.sum(soft * weights)
+    soft_gradient = tape.gradient(loss, logits)
+    np.testing.assert_allclose(straight_through_gradient, soft_gradient, rtol=1e-6, atol=1e-7)
+    assert np.abs(ops.convert_to_numpy(soft_gradient)).max() > 1e-3
+
+
+# ----------------------------------------------------------------------------- sampler
+def test_sampler_output_is_exact_one_hots_of_the_right_shape():
+    texts = ops.convert_to_numpy(_sampler()(SOURCE))
+    assert texts.shape == (3, MAX_LENGTH, VOCABULARY_SIZE)
+    assert texts.dtype == np.float32
+    assert set(np.unique(texts)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(texts.sum(axis=-1), np.ones((3, MAX_LENGTH)))
+
+
+def test_sampler_pads_after_eos():
+    sampler = _eos_biased_sampler()
+    ids = np.argmax(ops.convert_to_numpy(sampler(np.repeat(SOURCE, 8, axis=0))), axis=-1)
+    finished_rows = 0
+    for row in ids:
+        eos_positions = np.flatnonzero(row == EOS)
+        if eos_positions.size:
+            finished_rows += 1
+            first = eos_positions[0]
+            np.testing.assert_array_equal(row[first + 1 :], PAD)
+            assert EOS not in row[first + 1 :]
+    # The EOS bias makes most rows finish, at different positions: the masking is exercised.
+    assert finished_rows >= 12
+    assert len({int(np.flatnonzero(row == EOS)[0]) for row in ids if EOS in row}) >= 2
+
+
+def test_sampler_is_reproducible_with_a_seed_and_draws_fresh_noise_per_call():
+    sampler = _sampler(seed=4)
+    twin = TextSampler(sampler.generator, max_length=MAX_LENGTH, seed=4)  # same weights, seed
+    source = np.repeat(SOURCE, 4, axis=0)
+    first = ops.convert_to_numpy(sampler(source))
+    np.testing.assert_array_equal(first, ops.convert_to_numpy(twin(source)))
+    second = ops.convert_to_numpy(sampler(source))
+    assert not np.array_equal(first, second)
+
+
+def test_step_counter_drives_the_schedule_and_counts_training_calls_only():
+    sampler = _sampler(schedule=LinearSchedule(1.0, 3.0, num_steps=2))
+    assert float(sampler.inverse_temperature()) == 1.0
+    sampler(SOURCE, training=False)
+    assert int(sampler.step_counter.numpy()) == 0
+    sampler(SOURCE, training=True)
+    assert int(sampler.step_counter.numpy()) == 1
+    assert float(sampler.inverse_temperature()) == 2.0
+    sampler(SOURCE, training=True)
+    assert float(sampler.inverse_temperature()) == 3.0
+    assert [v.name for v in sampler.non_trainable_variables if v.name == "step_counter"]
+    assert all(v.name != "step_counter" for v in sampler.trainable_variables)
+
+
+# Key-projection biases add the same number to every attention score of a query, which
+# softmax ignores: their gradient is exactly zero in exact arithmetic, for any model and any
+# loss. They are the only generator weights off the sampling path.
+def _is_key_bias(variable):
+    return variable.path.endswith("/key/bias")
+
+
+def test_regression_every_generator_weight_gets_a_gradient_from_the_discriminator():
+    """The classic failure: the text reaches D as argmax ids and G never learns."""
+    sampler = _eos_biased_sampler()
+    discriminator = TextDiscriminator(**DISCRIMINATOR)
+    generator_variables = sampler.generator.trainable_variables
+    with tf.GradientTape() as tape:
+        texts = sampler(np.repeat(SOURCE, 4, axis=0), training=True)
+        scores = discriminator([np.repeat(SOURCE, 4, axis=0), texts])
+        loss = ops.mean(scores)
+    gradients = tape.gradient(loss, generator_variables)
+    # 4 embeddings/bias + 16 per encoder block + 26 per decoder block + 2 final norms x 2.
+    assert len(generator_variables) == 4 + 16 * 1 + 26 * 2 + 4
+    for variable, gradient in zip(generator_variables, gradients):
+        assert gradient is not None, variable.path
+        gradient = ops.convert_to_numpy(gradient)
+        assert np.all(np.isfinite(gradient)), variable.path
+        if _is_key_bias(variable):
+            assert np.abs(gradient).max() < 1e-6, variable.path
+        else:
+            assert np.abs(gradient).max() > 1e-7, variable.path
+
+
+def test_regression_argmax_generator_is_refused_by_the_engine():
+    class ArgmaxSampler(TextSampler):
+        """The classic mistake: hard ids, re-encoded as one-hots, carry no gradient."""
+
+        def call(self, source_ids, training=None):
+            texts = super().call(source_ids, training=training)
+            return ops.one_hot(ops.argmax(texts, axis=-1), self.vocabulary_size)
+
+    sampler = ArgmaxSampler(TransformerGenerator(**GENERATOR), schedule=1.0, seed=0)
+    gan = onestep_gan.OneStepGAN(sampler, TextDiscriminator(**DISCRIMINATOR), loss="hinge")
+    gan.compile(optimizer=keras.optimizers.Adam(1e-3))
+    real = ops.one_hot(REAL_IDS, VOCABULARY_SIZE)
+    with pytest.raises(ValueError, match="No gradient reaches the generator's trainable weights"):
+        gan.fit(SOURCE, real, batch_size=3, epochs=1, verbose=0)
+
+
+def test_one_step_gan_fits_text_for_two_steps():
+    sampler = _sampler(schedule=LinearSchedule(1.0, 2.0, num_steps=10))
+    gan = onestep_gan.OneStepGAN(sampler, TextDiscriminator(**DISCRIMINATOR), loss="hinge")
+    gan.compile(optimizer=keras.optimizers.Adam(1e-3))
+    generator_before = [ops.convert_to_numpy(v) for v in sampler.generator.trainable_variables]
+    real = ops.one_hot(REAL_IDS, VOCABULARY_SIZE)
+    history = gan.fit(
+        np.concatenate([SOURCE, SOURCE]),
+        ops.concatenate([real, real]),
+        batch_size=3,
+        epochs=1,
+        verbose=0,
+    )
+    assert len(history.history["loss"]) == 1
+    for name in ("loss", "d_loss", "g_loss", "real_score", "fake_score"):
+        assert np.isfinite(history.history[name][0]), name
+    assert int(sampler.step_counter.numpy()) == 2  # one increment per training step
+    moved = [
+        not np.array_equal(before, ops.convert_to_numpy(variable))
+        for before, variable in zip(generator_before, sampler.generator.trainable_variables)
+    ]
+    assert sum(moved) >= len(moved) - 4  # all but (possibly) the key biases moved
+
+
+def test_sampler_keras_round_trip(tmp_path):
+    sampler = _sampler(schedule=ExponentialSchedule(1.0, 4.0, 8), seed=7)
+    sampler(SOURCE, training=True)
+    path = str(tmp_path / "sampler.keras")
+    sampler.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert isinstance(restored, TextSampler)
+    assert isinstance(restored.schedule, ExponentialSchedule)
+    assert restored.max_length == MAX_LENGTH
+    assert int(restored.step_counter.numpy()) == 1
+    for original, loaded in zip(sampler.generator.weights, restored.generator.weights):
+        np.testing.assert_array_equal(ops.convert_to_numpy(original), ops.convert_to_numpy(loaded))
+
+
+def test_sampler_bad_arguments_raise():
+    with pytest.raises(ValueError, match="max_length"):
+        TextSampler(TransformerGenerator(**GENERATOR), max_length=MAX_LENGTH + 1)
+    with pytest.raises(ValueError, match="TransformerGenerator"):
+        TextSampler(keras.layers.Dense(3))
+    with pytest.raises(ValueError, match="schedule"):
+        TextSampler(TransformerGenerator(**GENERATOR), schedule="cold")
+
+
+def test_sampler_forward_and_backward_compile_with_xla():
+    sampler = _eos_biased_sampler()
+    variables = sampler.generator.trainable_variables
+    weights = keras.random.normal((3, MAX_LENGTH, VOCABULARY_SIZE), seed=1)
+
+    @tf.function(jit_compile=True)
+    def forward_backward(source):
+        with tf.GradientTape() as tape:
+            texts = sampler(source, training=True)
+            loss = ops.sum(texts * weights)
+        return texts, tape.gradient(loss, variables)
+
+    texts, gradients = forward_backward(tf.constant(SOURCE))
+    texts = ops.convert_to_numpy(texts)
+    assert set(np.unique(texts)) <= {0.0, 1.0}
+    np.testing.assert_array_equal(texts.sum(axis=-1), np.ones((3, MAX_LENGTH)))
+    assert all(gradient is not None for gradient in gradients)
+    assert all(np.all(np.isfinite(ops.convert_to_numpy(gradient))) for gradient in gradients)
+    assert int(sampler.step_counter.numpy()) == 1

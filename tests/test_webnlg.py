@@ -1,0 +1,141 @@
+import os
+import pathlib
+import warnings
+import zipfile
+
+import pytest
+
+from onestep_gan.rdf2text import webnlg
+from onestep_gan.rdf2text.webnlg import Triple, load_webnlg, parse_webnlg_xml
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "webnlg"
+DATA_2017 = FIXTURES / "2017"
+DATA_3_0 = FIXTURES / "3.0"
+REAL_2017 = pathlib.Path(
+    os.environ.get("WEBNLG_DIR") or pathlib.Path(__file__).parents[1] / ".." / "shared" / "webnlg" / "2017"
+)
+
+
+def _write(path, body):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<?xml version='1.0' encoding='UTF-8'?>\n<benchmark><entries>{body}</entries></benchmark>\n")
+    return path
+
+
+def _entry(triples, lexes=("A text.",), eid="Id1"):
+    mtriples = "".join(f"<mtriple>{triple}</mtriple>" for triple in triples)
+    lex = "".join(f'<lex comment="good" lid="Id{i}">{text}</lex>' for i, text in enumerate(lexes))
+    return (f'<entry category="Airport" eid="{eid}" size="{len(triples)}">'
+            f"<modifiedtripleset>{mtriples}</modifiedtripleset>{lex}</entry>")
+
+
+def test_load_train_2017_fields_and_skip_warning():
+    with pytest.warns(UserWarning, match="Skipped 1 WebNLG train entries"):
+        entries = load_webnlg("train", DATA_2017)
+    assert [entry.entry_id for entry in entries] == [
+        "train/1triples/Airport/Id1", "train/2triples/Astronaut/Id1"]
+    first = entries[0]
+    assert first.category == "Airport" and first.size == 1 and first.seen is None
+    assert first.triples == (Triple("Abilene_Regional_Airport", "cityServed", "Abilene,_Texas"),)
+    assert first.texts == ("Abilene Regional Airport serves Abilene, Texas.",
+                           "Abilene, Texas is served by the Abilene regional airport.")
+    assert entries[1].triples[1] == Triple("Alan_Bean", "birthDate", '"1932-03-15"')
+
+
+def test_load_dev_and_test_2017_seen_flags():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dev = load_webnlg("dev", DATA_2017)
+        test = load_webnlg("test", DATA_2017)
+    assert [entry.entry_id for entry in dev] == ["dev/1triples/Food/Id1"]
+    assert [(entry.entry_id, entry.category, entry.seen) for entry in test] == [
+        ("test/Id1", "Airport", True), ("test/Id2", "Politician", False)]
+    assert test[0].triples[0].object == '"Aarhus, Denmark"@en'
+    assert len(test[1].texts) == 2
+
+
+def test_load_3_0_layout_text_child_and_seen_from_train():
+    train = load_webnlg("train", DATA_3_0)
+    assert train[0].triples == (Triple("Aarhus_Airport", "cityServed", '"Aarhus, Denmark"'),)
+    test = load_webnlg("test", DATA_3_0)  # the semantic-parsing file is not read
+    assert [(entry.entry_id, entry.seen) for entry in test] == [("test/Id1", True), ("test/Id2", False)]
+    assert test[1].texts == ("Super Capers runs 98 minutes.",)
+    # `data_dir` may also point at en/ directly.
+    assert load_webnlg("dev", DATA_3_0 / "en")[0].texts == ("Aarhus Airport is the airport of Aarhus, Denmark.",)
+
+
+def test_resolve_data_dir(monkeypatch):
+    monkeypatch.delenv("WEBNLG_DIR", raising=False)
+    with pytest.raises(ValueError, match="WEBNLG_DIR"):
+        webnlg.resolve_data_dir()
+    monkeypatch.setenv("WEBNLG_DIR", str(DATA_2017))
+    assert webnlg.resolve_data_dir() == DATA_2017
+    assert webnlg.resolve_data_dir("/x") == pathlib.Path("/x")
+    assert len(load_webnlg("dev")) == 1
+
+
+def test_unknown_split_and_missing_folders(tmp_path):
+    with pytest.raises(ValueError, match=r"expected one of \('train', 'dev', 'test'\).*'valid'"):
+        load_webnlg("valid", DATA_2017)
+    with pytest.raises(ValueError, match="not found"):
+        load_webnlg("train", tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="split folder not found"):
+        load_webnlg("train", tmp_path)
+    (tmp_path / "test").mkdir()
+    with pytest.raises(ValueError, match="No WebNLG test file"):
+        load_webnlg("test", tmp_path)
+
+
+def test_malformed_xml_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.xml"
+    path.write_text("<benchmark>\n<entries>\n<entry>\n</benchmark>\n")
+    with pytest.raises(ValueError, match=r"bad\.xml at line 4"):
+        parse_webnlg_xml(path)
+
+
+def test_bad_triple_and_empty_tripleset(tmp_path):
+    path = _write(tmp_path / "t.xml", _entry(["A | b"], eid="Id7"))
+    with pytest.raises(ValueError, match=r"Id7 in .*t\.xml.*three non-empty parts.*'A \| b'"):
+        parse_webnlg_xml(path)
+    path = _write(tmp_path / "e.xml", _entry([], eid="Id9"))
+    with pytest.raises(ValueError, match=r"Id9 in .*e\.xml.*at least one <mtriple>"):
+        parse_webnlg_xml(path)
+
+
+def test_parse_keeps_textless_entries_on_request(tmp_path):
+    path = _write(tmp_path / "t.xml", _entry(["A | b | C"], lexes=()) + _entry(["A | b | D"], eid="Id2"))
+    with pytest.warns(UserWarning, match="Skipped 1 entries"):
+        assert len(parse_webnlg_xml(path)) == 1
+    entries = parse_webnlg_xml(path, split_name="dev", require_text=False)
+    assert [(entry.entry_id, entry.texts) for entry in entries] == [
+        ("dev/1triples/Airport/Id1", ()), ("dev/1triples/Airport/Id2", ("A text.",))]
+
+
+def test_download_from_local_zip(tmp_path):
+    archive = tmp_path / "webnlg-mini.zip"
+    with zipfile.ZipFile(archive, "w") as zip_file:
+        for path in DATA_2017.rglob("*.xml"):
+            zip_file.write(path, pathlib.Path("webnlg-mini") / "webnlg_challenge_2017" / path.relative_to(DATA_2017))
+    data_dir = webnlg.download_webnlg(url=archive.as_uri(), cache_dir=str(tmp_path / "cache"))
+    assert data_dir.name == "webnlg_challenge_2017"
+    assert len(load_webnlg("test", data_dir)) == 2
+
+
+def test_download_archive_without_data(tmp_path):
+    archive = tmp_path / "empty.zip"
+    with zipfile.ZipFile(archive, "w") as zip_file:
+        zip_file.writestr("readme.txt", "nothing")
+    with pytest.raises(ValueError, match="no folder holding train/"):
+        webnlg.download_webnlg(url=archive.as_uri(), cache_dir=str(tmp_path / "cache"))
+
+
+@pytest.mark.skipif(not (REAL_2017 / "test").is_dir(), reason="WebNLG 2017 corpus not available")
+def test_real_2017_corpus_counts():
+    train = load_webnlg("train", REAL_2017)
+    dev = load_webnlg("dev", REAL_2017)
+    test = load_webnlg("test", REAL_2017)
+    assert len(test) == 1862
+    assert sum(not entry.seen for entry in test) == 891
+    assert {entry.category for entry in train} == set(webnlg.SEEN_CATEGORIES_2017)
+    assert len(train) > 0 and len(dev) > 0
+    assert all(entry.texts and len(entry.triples) == entry.size for entry in train + dev + test)
