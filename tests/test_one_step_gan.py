@@ -281,3 +281,46 @@ def test_compile_refuses_a_loss():
     gan = conditional_gan()
     with pytest.raises(ValueError, match="computes its own single loss.*Received: compile\\(loss='mse'\\)"):
         gan.compile(optimizer="adam", loss="mse")
+
+
+def test_nested_samples_are_supported():
+    conditions_in = keras.Input((CONDITION_DIM,))
+    hidden = keras.layers.Dense(8)(conditions_in)
+    generator = keras.Model(conditions_in, {"point": keras.layers.Dense(2)(hidden), "size": keras.layers.Dense(1)(hidden)})
+    point_in, size_in = keras.Input((2,)), keras.Input((1,))
+    disc_conditions = keras.Input((CONDITION_DIM,))
+    merged = keras.layers.Concatenate()([disc_conditions, point_in, size_in])
+    discriminator = keras.Model([disc_conditions, {"point": point_in, "size": size_in}], keras.layers.Dense(1)(merged))
+    gan = onestep_gan.OneStepGAN(generator, discriminator)
+    gan.compile(optimizer="adam")
+    conditions, real_points = batch()
+    real = {"point": real_points, "size": np.ones((BATCH, 1), "float32")}
+    before = [v.numpy().copy() for v in generator.trainable_variables]
+    history = gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    assert any(np.any(v.numpy() != b) for v, b in zip(generator.trainable_variables, before))
+
+
+def test_generator_extra_loss_reaches_generator_only():
+    gan = conditional_gan()
+    conditions, real = batch()
+    gan(conditions)
+
+    def extra(conditions, real, fake):
+        return ops.mean(ops.square(fake - real))
+
+    with tf.GradientTape(persistent=True) as tape:
+        fake = gan(conditions)
+        base = gan.compute_loss(conditions, real, fake)
+    gan.generator_extra_loss = extra
+    with tf.GradientTape(persistent=True) as tape_extra:
+        fake_extra = gan(conditions)
+        total = gan.compute_loss(conditions, real, fake_extra)
+    d_base = tape.gradient(base, gan.discriminator.trainable_variables)
+    d_extra = tape_extra.gradient(total, gan.discriminator.trainable_variables)
+    for a, b in zip(d_base, d_extra):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    g_base = tape.gradient(base, gan.generator.trainable_variables)
+    g_extra = tape_extra.gradient(total, gan.generator.trainable_variables)
+    assert any(np.any(a.numpy() != b.numpy()) for a, b in zip(g_base, g_extra))
+    assert float(total) == pytest.approx(float(base) + float(extra(conditions, real, fake_extra)), rel=1e-6)

@@ -55,8 +55,9 @@ class LabelSmoothedSparseCrossEntropy(keras.losses.Loss):
 
         loss = (1 - eps) * (-log p_y) + eps * mean_k(-log p_k).
 
-    Tokens whose label is `ignore_class` (PAD) get a Keras mask; with the default
-    `"sum_over_batch_size"` reduction the loss is then the mean over the other tokens.
+    Tokens whose label is `ignore_class` (PAD) contribute 0; with the default
+    `"sum_over_batch_size"` reduction the loss is the mean over the other tokens, with `"sum"`
+    their sum, with `"none"` the per-token losses (0 at ignored tokens).
     `keras.losses.SparseCategoricalCrossentropy(ignore_class=...)` has no label smoothing.
 
     Args:
@@ -102,7 +103,12 @@ class LabelSmoothedSparseCrossEntropy(keras.losses.Loss):
             return losses
         valid = ops.not_equal(labels, self.ignore_class)
         losses = ops.where(valid, losses, 0.0)
-        keras.backend.set_keras_mask(losses, valid)
+        if self.reduction == "sum_over_batch_size":
+            # That reduction divides by all `batch * length` tokens; rescale so that it divides
+            # by the non-ignored ones instead (what Keras' own `ignore_class` masking does).
+            num_tokens = ops.cast(ops.size(valid), losses.dtype)
+            num_valid = ops.maximum(ops.sum(ops.cast(valid, losses.dtype)), 1.0)
+            losses = losses * (num_tokens / num_valid)
         return losses
 
     def get_config(self):

@@ -25,8 +25,6 @@ import urllib.parse
 import warnings
 import xml.etree.ElementTree as ET
 
-import keras
-
 logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test")
@@ -155,6 +153,8 @@ def download_webnlg(url=DEFAULT_URL, cache_dir=None, release=DEFAULT_RELEASE):
     file_name = os.path.basename(urllib.parse.urlsplit(url).path)
     if not file_name:
         raise ValueError(f"Cannot read an archive file name from the URL. Received: url={url!r}")
+    import keras  # Here, not at the top: reading the corpus should not need TensorFlow.
+
     extracted = pathlib.Path(
         keras.utils.get_file(fname=file_name, origin=url, extract=True, cache_dir=cache_dir)
     )
