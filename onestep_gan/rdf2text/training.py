@@ -22,6 +22,7 @@ References:
 """
 
 import dataclasses
+import importlib.util
 import json
 import logging
 import pathlib
@@ -448,17 +449,23 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
             str(run_dir / MODEL_FILE), monitor="val_loss", save_best_only=True, verbose=1
         ),
         keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.early_stopping_patience),
-        keras.callbacks.TensorBoard(log_dir=str(run_dir / "tensorboard"), write_graph=False),
         SampleGenerationLogger(
             dev_examples[: config.num_logged_samples], dev_entries[: config.num_logged_samples], vocabulary
         ),
     ]
+    if importlib.util.find_spec("tensorboard") is not None:
+        callbacks.append(
+            keras.callbacks.TensorBoard(log_dir=str(run_dir / "tensorboard"), write_graph=False)
+        )
+    else:
+        logger.warning("TensorBoard is not installed (pip install tensorboard): no TensorBoard logs.")
     train_start = time.perf_counter()
     history = model.fit(
         train_dataset,
         validation_data=dev_dataset,
         epochs=config.epochs,
         callbacks=callbacks,
+        shuffle=False,  # the dataset shuffles itself (seeded)
         verbose=config.verbose,
     )
     train_seconds = time.perf_counter() - train_start
