@@ -2,7 +2,7 @@
 Title: One-step GAN on a ring of eight Gaussians
 Description: Fit an unconditional OneStepGAN with plain `fit` on the 2-D mode-collapse
     benchmark and compare it with the classic alternating trainer.
-Expected run time: about 1.5 minutes on 2 CPU cores for both trainers (default settings).
+Expected run time: about 1 minute on 2 (shared) CPU cores for both trainers, 4,000 steps each.
 
 ## Introduction
 
@@ -30,6 +30,21 @@ Run:
 
     python examples/toy_mixture.py                 # defaults, both trainers
     python examples/toy_mixture.py --seed 1 --plot ring.png
+
+Measured with the defaults (hinge loss, Adam 2e-3 / beta_1 0.5 for G and D,
+MLPs of 2 x 128, batch 256, 8 epochs x 500 steps; 2 shared CPU cores, TF 2.21):
+
+    seed  trainer          modes covered  high quality  wall time
+    0     OneStepGAN       8 / 8          57%           29 s
+    0     AlternatingGAN   8 / 8          89%           24 s
+    1     OneStepGAN       8 / 8          46%           23 s
+    1     AlternatingGAN   8 / 8          61%           27 s
+
+Both cover every mode; the one-step trainer updates G and D simultaneously
+(G follows the D of the same step, not the updated one), and its samples sit
+a little less tightly on the modes. At Adam 1e-3 the one-step trainer reached
+7 of 8 modes in the same 4,000 steps; a slower generator (G:D ratio 0.5) or the
+non-saturating / least-squares losses did worse in this budget.
 """
 
 import argparse
@@ -122,7 +137,7 @@ class Config:
     discriminator_layers: int = 2
     loss: str = "hinge"
     lam: float = 1.0
-    learning_rate: float = 1e-3
+    learning_rate: float = 2e-3
     beta_1: float = 0.5
     beta_2: float = 0.99
     generator_learning_rate_ratio: float = 1.0

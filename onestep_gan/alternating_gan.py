@@ -112,6 +112,8 @@ class AlternatingGAN(GANModel):
             gradients = tape.gradient(scaled, discriminator_variables)
             self.discriminator_optimizer.apply(gradients, discriminator_variables)
 
+        if self.gan_loss.generator_uses_real:  # RSGAN's G step compares with the updated D.
+            real_scores = self.score(conditions, real, training=True)
         generator_variables = self.generator.trainable_variables
         with tf.GradientTape() as tape:
             fake = self(x, training=True)

@@ -98,6 +98,7 @@ class GANLoss:
         generator_loss: `fn(fake_scores, real_scores) -> scalar`.
         real_sign: +1 if D scores real samples high, -1 if low (hinge).
         gradient_penalty: whether the trainer adds a gradient penalty to the D term.
+        generator_uses_real: whether `generator_loss` reads the real scores.
     """
 
     name: str
@@ -105,6 +106,7 @@ class GANLoss:
     generator_loss: Callable
     real_sign: float = 1.0
     gradient_penalty: bool = False
+    generator_uses_real: bool = False
 
 
 LOSSES = {
@@ -116,7 +118,10 @@ LOSSES = {
         "least_squares", least_squares_discriminator_loss, least_squares_generator_loss
     ),
     "relativistic": GANLoss(
-        "relativistic", relativistic_discriminator_loss, relativistic_generator_loss
+        "relativistic",
+        relativistic_discriminator_loss,
+        relativistic_generator_loss,
+        generator_uses_real=True,
     ),
     "wasserstein": GANLoss(
         "wasserstein",

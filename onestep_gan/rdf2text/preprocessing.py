@@ -11,14 +11,15 @@ Every function here is pure (no state, no I/O), so each is tested on exact strin
   is how entities of categories unseen in training reach the output: the model only learns to copy
   placeholders (the usual WebNLG 2017 baseline recipe, Gardent et al., 2017).
 
-Entity matching in the text (for `delexicalise`), on token sequences compared case-, accent- and
-dash-insensitively:
+Entity matching in the text (for `delexicalise`) compares token sequences ignoring case, accents,
+dashes, punctuation tokens and periods inside words ("Suárez Madrid–Barajas" = "Suarez Madrid-Barajas",
+"St. Louis" = "St Louis"); a match covers whole tokens, and every occurrence is replaced:
 1. the normalised entity, longest entities first;
-2. for entities not found, fallbacks, again longest first: the entity without a trailing
-   parenthesis ("Airman (comicsCharacter)" -> "Airman"), the part before the first comma
-   ("Abilene, Texas" -> "Abilene"), and ISO dates written out ("1983-10-03" -> "3 October 1983",
-   "October 3, 1983", "October 1983", "1983").
-Each placeholder replaces every occurrence of its matched form.
+2. for entities not found, fallbacks, again longest first: a few aliases ("United States" -> "U.S."),
+   the entity without a trailing parenthesis ("Airman (comicsCharacter)" -> "Airman"), the part
+   before the first comma ("Abilene, Texas" -> "Abilene"), "X language" -> "X", "98.0" -> "98", and
+   ISO dates written out ("1983-10-03" -> "3 October 1983", "October 3, 1983", "October 1983", "1983").
+On WebNLG 2017 this finds 90% of the (reference, entity) pairs in train, 92-93% in test.
 """
 
 import dataclasses

@@ -135,16 +135,18 @@ class RDF2TextConfig:
     max_target_length: int = 72  # longest train text: 68 tokens, + BOS/EOS
     bucket_boundaries: tuple = pipeline.DEFAULT_BUCKET_BOUNDARIES
     # Model
-    model_dim: int = 256
+    # Sized by measurement (benchmarks/text_speed.py) on 2 shared CPU cores: 256d/3+3 layers
+    # trains at ~11 examples/s (28 min per epoch); 128d/2+2 at ~32 examples/s (9.4 min).
+    model_dim: int = 128
     num_heads: int = 4
-    feedforward_dim: int = 1024
-    num_encoder_layers: int = 3
-    num_decoder_layers: int = 3
+    feedforward_dim: int = 512
+    num_encoder_layers: int = 2
+    num_decoder_layers: int = 2
     dropout: float = 0.1
     # Optimisation
     batch_size: int = 64
-    epochs: int = 8
-    peak_learning_rate: float = 1e-3
+    epochs: int = 5
+    peak_learning_rate: float = 1.5e-3
     warmup_steps: int = 300
     final_learning_rate_fraction: float = 0.05
     gradient_clip_norm: float = 1.0
@@ -170,7 +172,7 @@ class RDF2TextConfig:
 
     @classmethod
     def quick(cls, **overrides):
-        """Tiny config: ~150 train entries (~400 examples), a 2-layer 64-wide model, 2 epochs,
+        """Tiny config: ~150 train entries (~400 examples), a 2-layer 64-wide model, 3 epochs,
         40 dev and 40 test entries. Runs end to end in about a minute on 2 CPU cores."""
         settings = dict(
             max_train_entries=150,
@@ -181,9 +183,9 @@ class RDF2TextConfig:
             feedforward_dim=128,
             num_encoder_layers=1,
             num_decoder_layers=1,
-            batch_size=32,
-            epochs=2,
-            warmup_steps=10,
+            batch_size=16,
+            epochs=3,
+            warmup_steps=20,
             beam_width=2,
             decode_batch_size=20,
             num_logged_samples=2,

@@ -1,0 +1,141 @@
+"""Speed of the RDF-to-text generator: MLE training examples/s and decoding sentences/s.
+
+Decoding is measured for greedy and beam search, with and without the key/value cache,
+side by side. The inputs are real WebNLG train entries (a seeded sample, delexicalised and
+encoded as in training), so lengths are realistic; the model is untrained, so decoding
+runs to `--max-length` tokens unless it happens to emit EOS (worst case per sentence).
+
+    python benchmarks/text_speed.py                       # default RDF2TextConfig sizes
+    python benchmarks/text_speed.py --quick               # tiny model, seconds
+    python benchmarks/text_speed.py --model-dim 192 --layers 2 --train-steps 30
+
+Needs the WebNLG corpus ($WEBNLG_DIR or --data-dir).
+"""
+
+import argparse
+import dataclasses
+import logging
+import os
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras
+
+from onestep_gan.rdf2text import pipeline, webnlg
+from onestep_gan.rdf2text.training import (
+    RDF2TextConfig,
+    build_model,
+    compile_model,
+    make_generate_function,
+)
+
+
+def measure_training(config, examples, vocabulary_size, train_steps):
+    """Examples/s of `fit` over `train_steps` batches, after one warm-up pass (tracing)."""
+    dataset = pipeline.make_training_dataset(
+        examples, config.batch_size, seed=config.seed, bucket_boundaries=config.bucket_boundaries
+    )
+    batches = list(dataset.take(train_steps))
+    model = build_model(config, vocabulary_size)
+    model.build()
+    compile_model(model, config, total_steps=10 * train_steps)
+    for inputs, labels in batches[:2]:
+        model.train_on_batch(inputs, labels)  # traces the train step
+    examples_seen, start = 0, time.perf_counter()
+    for inputs, labels in batches:
+        model.train_on_batch(inputs, labels)
+        examples_seen += int(labels.shape[0])
+    seconds = time.perf_counter() - start
+    return model, examples_seen / seconds, model.count_params()
+
+
+def measure_decoding(model, examples, method, use_cache, batch_size, beam_width, max_length):
+    """Sentences/s of `decoding.generate` (compiled); tracing (once per shape) is not timed."""
+    generate_function = make_generate_function(
+        model, method=method, beam_width=beam_width, max_length=max_length, use_cache=use_cache
+    )
+    batches = list(pipeline.source_batches(examples, batch_size))
+    traced_shapes = set()
+    for source_ids, _ in batches:  # trace every shape before timing
+        if source_ids.shape not in traced_shapes:
+            generate_function(source_ids)
+            traced_shapes.add(source_ids.shape)
+    start, sentences = time.perf_counter(), 0
+    for source_ids, indices in batches:
+        keras.ops.convert_to_numpy(generate_function(source_ids))
+        sentences += len(indices)
+    return sentences / (time.perf_counter() - start)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.strip().split("\n")[0])
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--quick", action="store_true", help="RDF2TextConfig.quick() sizes")
+    parser.add_argument("--model-dim", type=int)
+    parser.add_argument("--layers", type=int, help="encoder and decoder layers (each)")
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--vocabulary-size", type=int, default=4000,
+                        help="model vocabulary size (full WebNLG 2017 train: ~4k)")
+    parser.add_argument("--train-entries", type=int, default=300, help="train entries sampled")
+    parser.add_argument("--train-steps", type=int, default=20)
+    parser.add_argument("--decode-sentences", type=int, default=64)
+    parser.add_argument("--decode-batch-size", type=int, default=32)
+    parser.add_argument("--beam-width", type=int, default=4)
+    parser.add_argument("--max-length", type=int, default=48, help="decoded tokens (<= max_target_length)")
+    parser.add_argument("--skip-uncached", action="store_true", help="only the cached decoders")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+
+    config = RDF2TextConfig.quick() if args.quick else RDF2TextConfig()
+    overrides = {"model_dim": args.model_dim, "batch_size": args.batch_size}
+    if args.model_dim:
+        overrides["feedforward_dim"] = 4 * args.model_dim
+    if args.layers:
+        overrides.update(num_encoder_layers=args.layers, num_decoder_layers=args.layers)
+    config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v is not None})
+
+    entries = webnlg.load_webnlg("train", args.data_dir)
+    entries = entries[:: max(1, len(entries) // args.train_entries)][: args.train_entries]
+    pairs = pipeline.delexicalise_entries(entries)
+    vocabulary = pipeline.build_vocabulary(pairs)
+    vocabulary_size = max(len(vocabulary), args.vocabulary_size)
+    lengths = (config.max_source_length, config.max_target_length)
+    train_examples = pipeline.encode_pairs(pairs, vocabulary, *lengths)
+    decode_examples = pipeline.encode_entries(entries, vocabulary, *lengths, for_training=False)
+    decode_examples = decode_examples[: args.decode_sentences]
+
+    model, train_speed, parameters = measure_training(
+        config, train_examples, vocabulary_size, args.train_steps
+    )
+    print(
+        f"model_dim={config.model_dim} layers={config.num_encoder_layers}+{config.num_decoder_layers} "
+        f"ff={config.feedforward_dim} vocabulary={vocabulary_size} parameters={parameters:,} "
+        f"batch={config.batch_size}"
+    )
+    print(f"MLE training: {train_speed:.1f} examples/s "
+          f"(one WebNLG 2017 epoch of 18,102 examples: {18102 / train_speed / 60:.1f} min)")
+
+    rows = []
+    for method in ("greedy", "beam"):
+        speeds = {}
+        for use_cache in (True, False):
+            if not use_cache and args.skip_uncached:
+                speeds[use_cache] = float("nan")
+                continue
+            speeds[use_cache] = measure_decoding(
+                model, decode_examples, method, use_cache, args.decode_batch_size,
+                args.beam_width, min(args.max_length, config.max_target_length),
+            )
+        rows.append((method, speeds[True], speeds[False]))
+    print(f"\nDecoding {len(decode_examples)} sentences, batch {args.decode_batch_size}, "
+          f"beam {args.beam_width}, up to {args.max_length} tokens (untrained model: worst case)")
+    print(f"| {'method':<8} | {'cached sent/s':>13} | {'uncached sent/s':>15} | {'speed-up':>8} |")
+    print(f"|{'-' * 10}|{'-' * 15}:|{'-' * 17}:|{'-' * 10}:|")
+    for method, cached, uncached in rows:
+        print(f"| {method:<8} | {cached:13.2f} | {uncached:15.2f} | {cached / uncached:7.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
