@@ -3,8 +3,10 @@ Title: RDF-to-text on WebNLG 2017 with a Transformer trained by maximum likeliho
 Description: Delexicalise WebNLG triples, train an encoder-decoder Transformer with plain
     `compile` + `fit`, pick the checkpoint by dev loss, decode dev/test with beam search and
     score BLEU / chrF++ on the seen and unseen categories.
-Expected run time: `--quick` about 1-2 minutes; the defaults about 60 minutes on 2 CPU cores
-    (training ~45 min, decoding 872 dev + 1862 test entries ~10 min; see `timing.json`).
+Expected run time on 2 (shared) CPU cores: `--quick` about 1.5 minutes; the defaults about
+    45 minutes (5 epochs of ~6.5 min, then beam search over 872 dev + 1862 test entries,
+    ~5 min; each run's `timing.json` has the real figures). `--epochs N` trains longer (the
+    learning-rate schedule stretches to N epochs).
 
 ## Introduction
 

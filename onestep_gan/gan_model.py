@@ -80,6 +80,10 @@ class GANModel(keras.Model):
         self.real_score_tracker = keras.metrics.Mean(name="real_score")
         self.fake_score_tracker = keras.metrics.Mean(name="fake_score")
 
+    def build(self, input_shape=None):
+        # G and D build themselves on their first call; the GAN has no weights of its own.
+        self.built = True
+
     @property
     def conditional(self):
         return self.latent_dim is None

@@ -93,7 +93,9 @@ def test_keras_round_trip(discriminator, tmp_path):
     restored = keras.saving.load_model(path, safe_mode=True)
     assert isinstance(restored, TextDiscriminator)
     assert restored.get_config() == discriminator.get_config()
-    np.testing.assert_array_equal(_scores(restored, SOURCE, TEXT), _scores(discriminator, SOURCE, TEXT))
+    np.testing.assert_array_equal(
+        _scores(restored, SOURCE, TEXT), _scores(discriminator, SOURCE, TEXT)
+    )
 
 
 def test_wrong_vocabulary_text_raises(discriminator):

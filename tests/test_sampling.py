@@ -90,7 +90,8 @@ def test_exponential_schedule_values():
 
 
 def test_schedule_config_round_trip():
-    for schedule in (ConstantSchedule(0.7), LinearSchedule(1.0, 2.0, 3), ExponentialSchedule(1.0, 8.0, 4)):
+    schedules = (ConstantSchedule(0.7), LinearSchedule(1.0, 2.0, 3), ExponentialSchedule(1.0, 8.0, 4))
+    for schedule in schedules:
         restored = get_schedule(keras.saving.serialize_keras_object(schedule))
         assert type(restored) is type(schedule)
         assert restored.get_config() == schedule.get_config()

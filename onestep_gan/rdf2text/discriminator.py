@@ -122,7 +122,8 @@ class TextDiscriminator(keras.Model):
         _validate_block_args(model_dim, num_heads, feedforward_dim, dropout)
         if not 0 <= int(pad_id) < int(vocabulary_size):
             raise ValueError(
-                f"`pad_id` must be in [0, vocabulary_size={vocabulary_size}). Received: pad_id={pad_id}"
+                f"`pad_id` must be in [0, vocabulary_size={vocabulary_size}). "
+                f"Received: pad_id={pad_id}"
             )
         self.vocabulary_size = int(vocabulary_size)
         self.max_source_length = int(max_source_length)
@@ -213,8 +214,11 @@ class TextDiscriminator(keras.Model):
         source_mask = ops.not_equal(source_ids, self.pad_id)  # (batch, source_len)
         text_mask = text[..., self.pad_id] <= 0.5  # (batch, text_len)
 
-        source_one_hot = ops.one_hot(source_ids, self.vocabulary_size, dtype=text.dtype)
-        memory = self.source_position_embedding(self._embed(source_one_hot))
+        # Source ids are looked up (a gather, cheaper than a one-hot matmul; no gradient
+        # needs to reach them). Row lookup and one-hot matmul give the same vectors.
+        source_embedded = ops.cast(self.token_embedding(source_ids), text.dtype)
+        source_embedded = source_embedded * ops.cast(math.sqrt(self.model_dim), text.dtype)
+        memory = self.source_position_embedding(source_embedded)
         memory = self.embedding_dropout(memory, training=training)
         for block in self.source_blocks:
             memory = block(memory, padding_mask=source_mask, training=training)

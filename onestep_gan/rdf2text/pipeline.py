@@ -171,9 +171,15 @@ def make_training_dataset(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def count_batches(dataset):
-    """Number of batches in one pass over a finite dataset (iterates it once)."""
-    return int(dataset.reduce(np.int64(0), lambda count, _: count + 1).numpy())
+def with_known_length(dataset):
+    """Returns `(dataset, number of batches)`, the dataset annotated with that number.
+
+    Counts by iterating once. Bucketing hides the length from `tf.data` (Keras' progress bar
+    then shows `Unknown`), but it does not depend on the shuffle order: each bucket yields
+    `ceil(examples_in_bucket / batch_size)` batches.
+    """
+    num_batches = int(dataset.reduce(np.int64(0), lambda count, _: count + 1).numpy())
+    return dataset.apply(tf.data.experimental.assert_cardinality(num_batches)), num_batches
 
 
 def source_batches(examples, batch_size, pad_id=Vocabulary.PAD, length_multiple=SOURCE_LENGTH_MULTIPLE):

@@ -312,7 +312,9 @@ class TextSampler(keras.Model):
         )  # (batch, vocab): BOS
         finished = ops.zeros((batch_size,), dtype="bool")
         texts = ops.cast(
-            ops.one_hot(ops.full((batch_size, max_length), generator.pad_id, "int32"), vocabulary_size),
+            ops.one_hot(
+                ops.full((batch_size, max_length), generator.pad_id, "int32"), vocabulary_size
+            ),
             memory.dtype,
         )  # (batch, max_length, vocab): PAD everywhere until written
         positions = ops.arange(max_length, dtype="int32")

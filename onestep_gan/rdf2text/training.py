@@ -135,18 +135,19 @@ class RDF2TextConfig:
     max_target_length: int = 72  # longest train text: 68 tokens, + BOS/EOS
     bucket_boundaries: tuple = pipeline.DEFAULT_BUCKET_BOUNDARIES
     # Model
-    # Sized by measurement (benchmarks/text_speed.py) on 2 shared CPU cores: 256d/3+3 layers
-    # trains at ~11 examples/s (28 min per epoch); 128d/2+2 at ~32 examples/s (9.4 min).
-    model_dim: int = 128
+    # Sized by measurement on 2 shared CPU cores (benchmarks/text_speed.py, and `fit` on the full
+    # train set): 128d/2+2 layers trains at ~107 examples/s (3 min per epoch); 256d/3+3 is ~3.3x
+    # slower (benchmark), and measured ~6.5 min per epoch in `fit`: 5 epochs + decoding ~45 min.
+    model_dim: int = 256
     num_heads: int = 4
-    feedforward_dim: int = 512
-    num_encoder_layers: int = 2
-    num_decoder_layers: int = 2
+    feedforward_dim: int = 1024
+    num_encoder_layers: int = 3
+    num_decoder_layers: int = 3
     dropout: float = 0.1
     # Optimisation
     batch_size: int = 64
     epochs: int = 5
-    peak_learning_rate: float = 1.5e-3
+    peak_learning_rate: float = 1e-3
     warmup_steps: int = 300
     final_learning_rate_fraction: float = 0.05
     gradient_clip_norm: float = 1.0
@@ -437,7 +438,8 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     dev_dataset = pipeline.make_training_dataset(
         dev_loss_examples, config.batch_size, shuffle=False, bucket_boundaries=config.bucket_boundaries
     )
-    steps_per_epoch = pipeline.count_batches(train_dataset)
+    train_dataset, steps_per_epoch = pipeline.with_known_length(train_dataset)
+    dev_dataset, _ = pipeline.with_known_length(dev_dataset)
     data_seconds = time.perf_counter() - start_time
 
     # 2. MLE training with plain compile + fit.

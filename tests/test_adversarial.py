@@ -1,0 +1,102 @@
+"""The adversarial stage on the hand-written fixture corpus: every part runs and writes its outputs."""
+
+import json
+import warnings
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from onestep_gan.rdf2text import adversarial, training
+from onestep_gan.rdf2text.discriminator import TextDiscriminator
+from onestep_gan.rdf2text.pipeline import EncodedExample
+from onestep_gan.rdf2text.sampling import TextSampler
+from onestep_gan.rdf2text.transformer import TransformerGenerator
+from tests.test_training import FIXTURE_2017, tiny_config
+
+
+def test_adversarial_dataset_layout():
+    examples = [EncodedExample(f"e{i}", (5, 6, 7)[: i + 1], (8,) * (i + 1), {}) for i in range(3)]
+    examples.append(EncodedExample("long", (5,), (8,) * 10, {}))  # too long for max_length 5: skipped
+    dataset = adversarial.make_adversarial_dataset(examples, 3, max_length=5, max_source_length=4, shuffle=False)
+    sources, texts = next(iter(dataset))
+    np.testing.assert_array_equal(sources, [[5, 0, 0, 0], [5, 6, 0, 0], [5, 6, 7, 0]])
+    np.testing.assert_array_equal(texts, [[8, 3, 0, 0, 0], [8, 8, 3, 0, 0], [8, 8, 8, 3, 0]])
+    with pytest.raises(ValueError, match=r"at least 4 example\(s\) of at most 4 tokens .* Received: 3"):
+        adversarial.make_adversarial_dataset(examples, 4, max_length=5, max_source_length=4, shuffle=False)
+
+
+def tiny_parts(vocabulary_size=12):
+    generator = TransformerGenerator(
+        vocabulary_size, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
+        feedforward_dim=16, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0,
+    )
+    discriminator = TextDiscriminator(
+        vocabulary_size, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
+        feedforward_dim=16, num_layers=1, dropout=0.0,
+    )
+    return generator, TextSampler(generator, max_length=6, seed=0), discriminator
+
+
+def test_mle_term_matches_teacher_forced_loss():
+    generator, _, _ = tiny_parts()
+    source = ops.convert_to_tensor([[4, 5, 6, 0], [7, 8, 0, 0]], dtype="int32")
+    real = ops.convert_to_tensor([[9, 10, 3, 0, 0, 0], [11, 3, 0, 0, 0, 0]], dtype="int32")
+    term = adversarial.mle_term(generator, weight=2.0, label_smoothing=0.0)
+    decoder_input = ops.convert_to_tensor([[2, 9, 10, 3, 0, 0], [2, 11, 3, 0, 0, 0]], dtype="int32")
+    logits = generator({"source": source, "target": decoder_input}, training=True)
+    log_probs = ops.convert_to_numpy(ops.log_softmax(logits, axis=-1))
+    tokens = [(0, 0, 9), (0, 1, 10), (0, 2, 3), (1, 0, 11), (1, 1, 3)]
+    expected = -np.mean([log_probs[b, t, k] for b, t, k in tokens])
+    assert float(term(source, real, None)) == pytest.approx(2.0 * expected, rel=1e-5)
+
+
+def test_pretrainer_counts_accuracy_with_the_loss_orientation():
+    _, sampler, discriminator = tiny_parts()
+    pretrainer = adversarial.DiscriminatorPretrainer(sampler, discriminator, loss="hinge")
+    source = ops.convert_to_tensor([[4, 5, 0, 0]] * 4, dtype="int32")
+    real = ops.convert_to_tensor([[9, 3, 0, 0, 0, 0]] * 4, dtype="int32")
+    pretrainer.compute_loss(source, real, pretrainer(source))
+    accuracies = {name: float(tracker.result()) for name, tracker in pretrainer.trackers.items()}
+    real_scores = ops.convert_to_numpy(discriminator([source, real]))[:, 0]
+    # Hinge scores real LOW: a real pair is classified correctly when its score is negative.
+    assert accuracies["real_accuracy"] == pytest.approx(np.mean(real_scores < 0))
+    assert accuracies["accuracy"] == pytest.approx(
+        np.mean([accuracies["real_accuracy"], accuracies["fake_accuracy"], accuracies["mismatch_accuracy"]])
+    )
+    with pytest.raises(ValueError, match="pointwise loss .* Received: loss='relativistic'"):
+        adversarial.DiscriminatorPretrainer(sampler, discriminator, loss="relativistic")
+
+
+def test_mismatched_vocabulary_is_refused_on_load(tmp_path):
+    generator, _, _ = tiny_parts(12)
+    _, _, discriminator = tiny_parts(13)
+    generator.save(tmp_path / adversarial.GENERATOR_FILE)
+    discriminator([ops.zeros((1, 4), "int32"), ops.zeros((1, 6), "int32")])
+    discriminator.save(tmp_path / adversarial.DISCRIMINATOR_FILE)
+    with pytest.raises(ValueError, match="vocabulary_size=12, discriminator vocabulary_size=13"):
+        adversarial.load_gan_parts(tmp_path)
+
+
+@pytest.mark.slow
+def test_train_adversarial_end_to_end(tmp_path):
+    keras.utils.set_random_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        training.train_and_evaluate(tiny_config(), FIXTURE_2017, tmp_path / "mle")
+        config = adversarial.AdversarialConfig.quick(
+            batch_size=2, max_length=16, pretrain_steps=2, held_out_batches=1, adversarial_steps=2,
+            steps_per_epoch=1,
+        )
+        summary = adversarial.train_adversarial(config, tmp_path / "mle", tmp_path / "gan", FIXTURE_2017)
+    run = tmp_path / "gan"
+    for name in ("generator.keras", "discriminator.keras", "adversarial_test_hypotheses.txt",
+                 "adversarial_test_scores.json", "comparison.md", "adversarial_summary.json", "adversarial_log.csv"):
+        assert (run / name).is_file(), name
+    assert summary["timing"]["adversarial_steps"] == 2
+    assert set(summary["discriminator"]) == {"before_pretraining", "after_pretraining", "after_adversarial"}
+    assert "| BLEU-2017 (all) |" in (run / "comparison.md").read_text()
+    assert json.loads((run / "adversarial_summary.json").read_text())["mle"] is not None
+    generator, discriminator = adversarial.load_gan_parts(run)
+    assert generator.vocabulary_size == discriminator.vocabulary_size

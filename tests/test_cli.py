@@ -1,0 +1,71 @@
+import io
+import json
+import pathlib
+import warnings
+
+import pytest
+
+from onestep_gan import cli
+from onestep_gan.rdf2text.webnlg import Triple
+
+FIXTURE_2017 = pathlib.Path(__file__).parent / "fixtures" / "webnlg" / "2017"
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("cli_run")
+    argv = [
+        "train", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(run_dir),
+        "--epochs", "1", "--model-dim", "16", "--layers", "1", "--decode-method", "greedy",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert cli.main(argv) == 0
+    return run_dir
+
+
+def test_parse_triple_sets():
+    lines = ["Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot", "", "A | b | C"]
+    assert cli.parse_triple_sets(lines) == [
+        [Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"), Triple("Alan_Bean", "occupation", "Test_pilot")],
+        [Triple("A", "b", "C")],
+    ]
+    with pytest.raises(ValueError, match="Line 1"):
+        cli.parse_triple_sets(["Alan_Bean | birthPlace"])
+
+
+def test_train_writes_run_with_cli_overrides(trained_run):
+    config = json.loads((trained_run / "config.json").read_text())
+    assert (config["epochs"], config["model_dim"], config["num_encoder_layers"]) == (1, 16, 1)
+    assert config["decode_method"] == "greedy"
+    assert (trained_run / "model.keras").is_file()
+
+
+def test_generate_reads_stdin_and_prints_one_text_per_line(trained_run, monkeypatch, capsys):
+    stdin = "Alan_Bean | birthPlace | Wheeler,_Texas\nAarhus_Airport | cityServed | Aarhus ; Aarhus | leader | Jacob_Bundsgaard\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    assert cli.main(["generate", "--run-dir", str(trained_run)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_generate_reports_a_missing_run(tmp_path, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("A | b | C\n"))
+    assert cli.main(["generate", "--run-dir", str(tmp_path)]) == 2
+
+
+def test_evaluate_writes_scores(tmp_path):
+    hypotheses = tmp_path / "test_hypotheses.txt"
+    hypotheses.write_text("Aarhus Airport serves Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
+    argv = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
+    assert cli.main(argv) == 0
+    scores = json.loads((tmp_path / "test_evaluated_scores.json").read_text())
+    assert scores["all"]["count"] == 2 and scores["seen"]["count"] == 1
+    assert scores["all"]["bleu_2017"] > 0
+    assert (tmp_path / "test_evaluated_scores.md").is_file()
+
+
+def test_evaluate_rejects_wrong_line_count(tmp_path):
+    hypotheses = tmp_path / "hyp.txt"
+    hypotheses.write_text("only one line\n")
+    argv = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
+    assert cli.main(argv) == 2

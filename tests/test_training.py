@@ -1,0 +1,131 @@
+import json
+import math
+import pathlib
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+from onestep_gan.rdf2text import training
+from onestep_gan.rdf2text.training import LabelSmoothedSparseCrossEntropy, RDF2TextConfig
+
+FIXTURE_2017 = pathlib.Path(__file__).parent / "fixtures" / "webnlg" / "2017"
+
+
+def tiny_config(**overrides):
+    """The smallest config that still runs every stage (seconds of compute)."""
+    settings = dict(
+        model_dim=16, num_heads=2, feedforward_dim=32, max_source_length=32, max_target_length=24,
+        batch_size=4, epochs=1, decode_batch_size=4, beam_width=2, num_logged_samples=1,
+    )
+    settings.update(overrides)
+    return RDF2TextConfig.quick(**settings)
+
+
+def test_label_smoothed_loss_matches_hand_computed_value():
+    logits = np.array([[[1.0, 2.0, 0.5], [0.3, 0.1, 2.0]]], dtype="float32")  # (1, 2, 3)
+    labels = np.array([[1, 2]])
+    epsilon = 0.1
+    loss = LabelSmoothedSparseCrossEntropy(label_smoothing=epsilon, ignore_class=None)
+    expected = []
+    for position, label in enumerate(labels[0]):
+        row = logits[0, position]
+        log_probs = row - math.log(np.sum(np.exp(row)))
+        # target distribution (1 - eps) * onehot + eps / K
+        target = np.full(3, epsilon / 3)
+        target[label] += 1 - epsilon
+        expected.append(-np.sum(target * log_probs))
+    assert float(loss(labels, logits)) == pytest.approx(np.mean(expected), rel=1e-5)
+
+
+def test_label_smoothed_loss_ignores_pad_and_averages_over_real_tokens():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 4, 7)).astype("float32")
+    labels = np.array([[5, 3, 0, 0], [6, 2, 4, 3]])
+    loss = LabelSmoothedSparseCrossEntropy(label_smoothing=0.2, ignore_class=0)
+    # Changing the logits at PAD positions changes nothing.
+    perturbed = logits.copy()
+    perturbed[0, 2:] += 100.0 * rng.normal(size=(2, 7))
+    assert float(loss(labels, logits)) == pytest.approx(float(loss(labels, perturbed)), rel=1e-6)
+    # Mean over the 6 real tokens, not over all 8 positions.
+    per_token = LabelSmoothedSparseCrossEntropy(label_smoothing=0.2, reduction="none")(labels, logits)
+    per_token = np.asarray(per_token)
+    assert np.all(per_token[0, 2:] == 0.0)
+    assert float(loss(labels, logits)) == pytest.approx(per_token.sum() / 6, rel=1e-5)
+
+
+def test_without_smoothing_equals_keras_sparse_cross_entropy_with_ignore_class():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(3, 5, 11)).astype("float32")
+    labels = rng.integers(0, 11, size=(3, 5))
+    labels[:, -2:] = 0
+    ours = LabelSmoothedSparseCrossEntropy(label_smoothing=0.0, ignore_class=0)(labels, logits)
+    reference = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)(
+        labels, logits
+    )
+    assert float(ours) == pytest.approx(float(reference), rel=1e-5)
+
+
+def test_loss_serialises_and_validates():
+    loss = LabelSmoothedSparseCrossEntropy(label_smoothing=0.3, ignore_class=0)
+    restored = keras.losses.deserialize(keras.losses.serialize(loss))
+    assert isinstance(restored, LabelSmoothedSparseCrossEntropy)
+    assert (restored.label_smoothing, restored.ignore_class) == (0.3, 0)
+    with pytest.raises(ValueError, match="label_smoothing"):
+        LabelSmoothedSparseCrossEntropy(label_smoothing=1.0)
+
+
+def test_config_round_trip_and_validation(tmp_path):
+    config = RDF2TextConfig.quick(epochs=4)
+    config.save(tmp_path / "config.json")
+    assert RDF2TextConfig.load(tmp_path / "config.json") == config
+    assert config.epochs == 4 and config.max_train_entries == RDF2TextConfig.quick().max_train_entries
+    with pytest.raises(ValueError, match="decode_method"):
+        RDF2TextConfig(decode_method="sample")
+    with pytest.raises(ValueError, match="Unknown"):
+        RDF2TextConfig.from_dict({"epochz": 3})
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    keras.utils.set_random_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        results = training.train_and_evaluate(tiny_config(), FIXTURE_2017, run_dir)
+    return run_dir, results
+
+
+def test_train_and_evaluate_writes_every_output(tiny_run):
+    run_dir, results = tiny_run
+    for name in (
+        "config.json", "vocabulary.json", "model.keras", "timing.json", "summary.md",
+        "dev_hypotheses.txt", "dev_scores.json", "dev_scores.md",
+        "test_hypotheses.txt", "test_scores.json", "test_scores.md",
+    ):
+        assert (run_dir / name).is_file(), name
+    assert not (run_dir / "backup").exists()  # BackupAndRestore clears it after training
+    assert len((run_dir / "test_hypotheses.txt").read_text().splitlines()) == 2
+    assert len((run_dir / "dev_hypotheses.txt").read_text().splitlines()) == 1
+    assert results["test"]["all"]["count"] == 2
+    assert {"seen", "unseen"} <= set(results["test"])
+    assert json.loads((run_dir / "test_scores.json").read_text()) == results["test"]
+    timing = json.loads((run_dir / "timing.json").read_text())
+    assert timing["epochs_trained"] == 1 and timing["train_examples"] == 3
+    assert RDF2TextConfig.load(run_dir / "config.json") == tiny_config()
+
+
+def test_saved_run_reloads_and_generates(tiny_run):
+    run_dir, _ = tiny_run
+    model, vocabulary, config = training.load_run(run_dir)
+    assert model.vocabulary_size == len(vocabulary)
+    assert config == tiny_config()
+    texts = training.generate_texts(
+        model, vocabulary,
+        [[("Alan_Bean", "birthPlace", "Wheeler,_Texas")], [("Aarhus_Airport", "cityServed", "Aarhus")]],
+        method="greedy", batch_size=2,
+    )
+    assert len(texts) == 2 and all(isinstance(text, str) for text in texts)
+    with pytest.raises(ValueError, match="empty"):
+        training.generate_texts(model, vocabulary, [[]])
