@@ -86,8 +86,68 @@ def toy_mlp_family(widths=(64, 256, 1024), batch_size=256):
     return cases
 
 
+def text_gan_family(batch_size=32, model_dim=128, layers=2, target_length=48, source_length=32, vocabulary_size=3000):
+    """The RDF-to-text GAN: TextSampler(TransformerGenerator) vs TextDiscriminator, hinge loss.
+
+    Random ids stand in for WebNLG batches. The cost does not depend on the values, except
+    that the sampler stops early once every row emitted EOS; an untrained generator emits
+    EOS with probability ~1/vocabulary per position, so nearly every step generates all
+    `target_length` positions (the worst case).
+    """
+    from onestep_gan.rdf2text.discriminator import TextDiscriminator
+    from onestep_gan.rdf2text.sampling import TextSampler
+    from onestep_gan.rdf2text.transformer import TransformerGenerator
+
+    rng = np.random.default_rng(SEED)
+    sources = rng.integers(4, vocabulary_size, size=(batch_size, source_length)).astype("int32")
+    texts = rng.integers(4, vocabulary_size, size=(batch_size, target_length)).astype("int32")
+
+    def parts():
+        keras.utils.set_random_seed(SEED)
+        generator = TransformerGenerator(
+            vocabulary_size, max_source_length=source_length, max_target_length=target_length,
+            model_dim=model_dim, num_heads=4, feedforward_dim=4 * model_dim,
+            num_encoder_layers=layers, num_decoder_layers=layers, dropout=0.1,
+        )
+        generator.build()
+        discriminator = TextDiscriminator(
+            vocabulary_size, max_source_length=source_length, max_target_length=target_length,
+            model_dim=model_dim, num_heads=4, feedforward_dim=4 * model_dim, num_layers=layers,
+        )
+        return generator, TextSampler(generator, max_length=target_length, seed=SEED), discriminator
+
+    def make_onestep():
+        generator, sampler, discriminator = parts()
+        gan = onestep_gan.OneStepGAN(sampler, discriminator, loss="hinge", seed=SEED)
+        gan.compile(optimizer=_adam())
+        return gan
+
+    def make_alternating():
+        generator, sampler, discriminator = parts()
+        gan = onestep_gan.AlternatingGAN(sampler, discriminator, loss="hinge", seed=SEED)
+        gan.compile(discriminator_optimizer=_adam(), generator_optimizer=_adam())
+        return gan
+
+    def make_mle():
+        from onestep_gan.rdf2text.training import LabelSmoothedSparseCrossEntropy
+
+        generator, _, _ = parts()
+        generator.compile(optimizer=_adam(), loss=LabelSmoothedSparseCrossEntropy())
+        return generator
+
+    name = f"text GAN d={model_dim} {layers}+{layers} b={batch_size} T={target_length}"
+    mle_batch = ({"source": sources, "target": texts}, texts)
+    return [(name, make_onestep, make_alternating, (sources, texts), make_mle, mle_batch)]
+
+
 # name -> fn(args) -> cases; each family reads the command-line options it needs.
-FAMILIES = {"toy_mlp": lambda args: toy_mlp_family(widths=args.widths, batch_size=args.batch_size)}
+FAMILIES = {
+    "toy_mlp": lambda args: toy_mlp_family(widths=args.widths, batch_size=args.batch_size),
+    "text_gan": lambda args: text_gan_family(
+        batch_size=args.text_batch_size, model_dim=args.text_model_dim, layers=args.text_layers,
+        target_length=args.text_length,
+    ),
+}
 
 
 # ------------------------------------------------------------------ timing
@@ -116,6 +176,25 @@ def time_pair(make_onestep, make_alternating, batch, repeats, steps, warmup):
     return statistics.median(onestep_times), statistics.median(alternating_times)
 
 
+def peak_memory_line():
+    """Peak memory so far: the accelerator's if there is one, else the process's peak RSS."""
+    import resource
+
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
+        return f"peak GPU memory {peak / 2**20:.0f} MiB"
+    return f"peak process RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (CPU)"
+
+
+def time_mle(make_mle, batch, repeats, steps, warmup):
+    model = make_mle()
+    _run_steps(model, batch, warmup)
+    return statistics.median(_run_steps(model, batch, steps) for _ in range(repeats))
+
+
 def hardware_line():
     import tensorflow as tf
 
@@ -134,6 +213,11 @@ def main(argv=None):
     parser.add_argument("--widths", type=int, nargs="+", default=[64, 256, 1024])
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--families", nargs="+", default=sorted(FAMILIES), choices=sorted(FAMILIES))
+    parser.add_argument("--text-batch-size", type=int, default=32)
+    parser.add_argument("--text-model-dim", type=int, default=128)
+    parser.add_argument("--text-layers", type=int, default=2)
+    parser.add_argument("--text-length", type=int, default=48)
+    parser.add_argument("--text-repeats", type=int, default=3, help="rounds for the (slow) text GAN")
     args = parser.parse_args(argv)
 
     print(hardware_line())
@@ -141,13 +225,24 @@ def main(argv=None):
     header = f"{'model':<28}{'OneStepGAN ms':>15}{'Alternating ms':>16}{'ratio':>8}"
     print(header)
     print("-" * len(header))
+    mle_lines = []
     for family in args.families:
-        for name, make_onestep, make_alternating, batch in FAMILIES[family](args):
-            onestep_ms, alternating_ms = time_pair(
-                make_onestep, make_alternating, batch, args.repeats, args.steps, args.warmup
-            )
+        text = family == "text_gan"
+        repeats, steps, warmup = (args.text_repeats, 1, 2) if text else (args.repeats, args.steps, args.warmup)
+        for case in FAMILIES[family](args):
+            name, make_onestep, make_alternating, batch = case[:4]
+            onestep_ms, alternating_ms = time_pair(make_onestep, make_alternating, batch, repeats, steps, warmup)
             print(f"{name:<28}{onestep_ms:>15.2f}{alternating_ms:>16.2f}{onestep_ms / alternating_ms:>8.2f}")
+            if len(case) > 4:  # an MLE step of the same generator and batch, for scale
+                mle_ms = time_mle(case[4], case[5], repeats, 3, warmup)
+                mle_lines.append(
+                    f"{name}: MLE step {mle_ms:.1f} ms; one-step adversarial step = "
+                    f"{onestep_ms / mle_ms:.1f} MLE steps; alternating = {alternating_ms / mle_ms:.1f}"
+                )
             keras.backend.clear_session()
+    for line in mle_lines:
+        print(line)
+    print(peak_memory_line())
 
 
 if __name__ == "__main__":

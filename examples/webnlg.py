@@ -4,8 +4,8 @@ Description: Delexicalise WebNLG triples, train an encoder-decoder Transformer w
     `compile` + `fit`, pick the checkpoint by dev loss, decode dev/test with beam search and
     score BLEU / chrF++ on the seen and unseen categories.
 Expected run time on 2 (shared) CPU cores: `--quick` about 1.5 minutes; the defaults about
-    45 minutes (5 epochs of ~6.5 min, then beam search over 872 dev + 1862 test entries,
-    ~5 min; each run's `timing.json` has the real figures). `--epochs N` trains longer (the
+    45 minutes (12 epochs of ~3 min, then beam search over 872 dev + 1862 test entries,
+    a few minutes; each run's `timing.json` has the real figures). `--epochs N` trains longer (the
     learning-rate schedule stretches to N epochs).
 
 ## Introduction
