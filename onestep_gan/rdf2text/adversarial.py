@@ -52,8 +52,7 @@ class AdversarialConfig:
     """
 
     seed: int = 1234
-    max_train_entries: int | None = None
-    max_eval_entries: int | None = None
+    max_train_entries: int | None = None  # dev/test entries and decoding follow the MLE run
     max_length: int = 48  # generated tokens (after BOS); longer real texts are skipped
     batch_size: int = 32
     # Discriminator
@@ -78,11 +77,6 @@ class AdversarialConfig:
     inverse_temperature_end: float = 5.0
     max_loss: float = 1e4  # TerminateOnDivergence threshold on the single loss
     gradient_clip_norm: float = 1.0
-    # Decoding (as the MLE run)
-    decode_method: str = "beam"
-    beam_width: int = 4
-    length_penalty: float = 0.6
-    decode_batch_size: int = 32
 
     def __post_init__(self):
         for name in ("max_length", "batch_size", "pretrain_steps", "adversarial_steps", "steps_per_epoch"):
@@ -96,10 +90,9 @@ class AdversarialConfig:
     @classmethod
     def quick(cls, **overrides):
         settings = dict(
-            max_train_entries=200, max_eval_entries=24, max_length=24, batch_size=8,
+            max_train_entries=200, max_length=24, batch_size=8,
             discriminator_dim=32, discriminator_feedforward_dim=64, discriminator_layers=1,
             pretrain_steps=4, held_out_batches=2, adversarial_steps=4, steps_per_epoch=2,
-            decode_method="greedy",
         )
         settings.update(overrides)
         return cls(**settings)
@@ -281,8 +274,9 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
         )
 
     train_entries = training._load_split("train", data_dir, config.max_train_entries, config.seed)
-    dev_entries = training._load_split("dev", data_dir, config.max_eval_entries, config.seed)
-    test_entries = training._load_split("test", data_dir, config.max_eval_entries, config.seed)
+    # The same dev/test entries and decoding settings as the MLE run, so scores compare.
+    dev_entries = training._load_split("dev", data_dir, mle_config.max_eval_entries, mle_config.seed)
+    test_entries = training._load_split("test", data_dir, mle_config.max_eval_entries, mle_config.seed)
     lengths = (mle_config.max_source_length, mle_config.max_target_length)
     train_examples = pipeline.encode_entries(train_entries, vocabulary, *lengths, for_training=True)
     held_out_examples = pipeline.encode_entries(dev_entries, vocabulary, *lengths, for_training=True)
@@ -360,13 +354,14 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
 
     # 3. Decode with the fine-tuned generator; compare with the MLE run's own scores.
     generate_function = training.make_generate_function(
-        generator, method=config.decode_method, beam_width=config.beam_width, length_penalty=config.length_penalty
+        generator, method=mle_config.decode_method, beam_width=mle_config.beam_width,
+        length_penalty=mle_config.length_penalty,
     )
     results = {}
     for name, entries in (("dev", dev_entries), ("test", test_entries)):
         examples = pipeline.encode_entries(entries, vocabulary, *lengths, for_training=False)
         t0 = time.perf_counter()
-        hypotheses = training.decode_examples(generate_function, examples, vocabulary, config.decode_batch_size)
+        hypotheses = training.decode_examples(generate_function, examples, vocabulary, mle_config.decode_batch_size)
         timing[f"decode_{name}_seconds"] = time.perf_counter() - t0
         results[name] = evaluation.write_report(run_dir, hypotheses, entries, name=f"adversarial_{name}")
     timing["total_seconds"] = time.perf_counter() - start
