@@ -91,9 +91,18 @@ class GANModel(keras.Model):
     # ------------------------------------------------------------------ forward
     def call(self, inputs, training=None):
         if self.conditional:
-            return self.generator(inputs, training=training)
-        first = tree.flatten(inputs)[0]
-        return self.generator(self.sample_noise(ops.shape(first)[0]), training=training)
+            conditions = inputs
+            sample = self.generator(inputs, training=training)
+        else:
+            conditions = None
+            first = tree.flatten(inputs)[0]
+            sample = self.generator(self.sample_noise(ops.shape(first)[0]), training=training)
+        if not self.discriminator.built:
+            # Keras builds a model by calling it symbolically before `fit`; score the sample
+            # once so that D's variables exist too and the optimizer is built on all of them
+            # (rather than inside the traced train step).
+            self.discriminator(self._discriminator_inputs(conditions, sample), training=False)
+        return sample
 
     def sample_noise(self, batch_size):
         """z ~ N(0, I) of shape (batch_size, latent_dim), different on every replica."""
