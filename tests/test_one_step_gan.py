@@ -324,3 +324,40 @@ def test_generator_extra_loss_reaches_generator_only():
     g_extra = tape_extra.gradient(total, gan.generator.trainable_variables)
     assert any(np.any(a.numpy() != b.numpy()) for a, b in zip(g_base, g_extra))
     assert float(total) == pytest.approx(float(base) + float(extra(conditions, real, fake_extra)), rel=1e-6)
+
+
+class InterruptAtEpoch(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise RuntimeError("interrupted")
+
+
+def test_interrupted_fit_resumes_where_it_stopped(tmp_path):
+    """BackupAndRestore restores G, D and both inner optimizers: the resumed run equals an uninterrupted one."""
+    conditions, real = batch()
+
+    def make():
+        keras.utils.set_random_seed(0)
+        gan = conditional_gan()
+        gan(conditions)  # BackupAndRestore needs a built model
+        gan.compile(optimizer=onestep_gan.GANOptimizer(keras.optimizers.Adam(1e-2), generator_learning_rate_ratio=0.5))
+        return gan
+
+    reference = make()
+    reference.fit(conditions, real, batch_size=4, epochs=4, shuffle=False, verbose=0)
+
+    backup = keras.callbacks.BackupAndRestore(str(tmp_path / "backup"))
+    interrupted = make()
+    with pytest.raises(RuntimeError, match="interrupted"):
+        interrupted.fit(conditions, real, batch_size=4, epochs=4, shuffle=False, verbose=0,
+                        callbacks=[backup, InterruptAtEpoch(2)])
+    resumed = make()
+    history = resumed.fit(conditions, real, batch_size=4, epochs=4, shuffle=False, verbose=0, callbacks=[backup])
+    assert len(history.history["loss"]) == 2  # epochs 3 and 4 only
+    assert int(resumed.optimizer.iterations) == int(reference.optimizer.iterations) == 8
+    for variable, expected in zip(resumed.trainable_variables, reference.trainable_variables):
+        np.testing.assert_allclose(variable.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
