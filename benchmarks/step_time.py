@@ -119,12 +119,14 @@ def text_gan_family(batch_size=32, model_dim=128, layers=2, target_length=48, so
     def make_onestep():
         generator, sampler, discriminator = parts()
         gan = onestep_gan.OneStepGAN(sampler, discriminator, loss="hinge", seed=SEED)
+        gan(sources)  # build G and D before compile: the optimizer is then built eagerly
         gan.compile(optimizer=_adam())
         return gan
 
     def make_alternating():
         generator, sampler, discriminator = parts()
         gan = onestep_gan.AlternatingGAN(sampler, discriminator, loss="hinge", seed=SEED)
+        gan(sources)
         gan.compile(discriminator_optimizer=_adam(), generator_optimizer=_adam())
         return gan
 

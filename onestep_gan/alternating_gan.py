@@ -66,6 +66,7 @@ class AlternatingGAN(GANModel):
         generator = self.generator
         optimizer.assign_generator_variables(lambda: generator.trainable_variables)
         super().compile(optimizer=optimizer, **kwargs)
+        self.build_optimizer_if_ready()
 
     @property
     def discriminator_optimizer(self):
@@ -81,7 +82,7 @@ class AlternatingGAN(GANModel):
             discriminator_optimizer=optimizer.discriminator_optimizer,
             generator_optimizer=optimizer.generator_optimizer,
         )
-        if self.built:
+        if self.built and not self.optimizer.built:
             self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

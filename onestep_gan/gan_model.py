@@ -84,6 +84,18 @@ class GANModel(keras.Model):
         # G and D build themselves on their first call; the GAN has no weights of its own.
         self.built = True
 
+    def build_optimizer_if_ready(self):
+        """Builds the optimizer now if G and D already have their variables.
+
+        Without a distribution strategy, Keras' TensorFlow trainer builds the optimizer
+        while tracing the train step; a retrace (e.g. an XLA fallback) would then try to
+        create its variables a second time. Compiling after G and D are built (call the GAN
+        on a batch first) avoids that: the variables are created here, eagerly.
+        """
+        parts_built = all(layer.built for layer in (self.generator, self.discriminator))
+        if self.optimizer is not None and not self.optimizer.built and parts_built:
+            self.optimizer.build(self.trainable_variables)
+
     @property
     def conditional(self):
         return self.latent_dim is None

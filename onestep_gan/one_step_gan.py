@@ -118,12 +118,13 @@ class OneStepGAN(GANModel):
         generator = self.generator
         optimizer.assign_generator_variables(lambda: generator.trainable_variables)
         super().compile(optimizer=optimizer, **kwargs)
+        self.build_optimizer_if_ready()
 
     def compile_from_config(self, config):
         # Restores the (GANOptimizer) optimizer when a saved model is loaded.
         config = keras.saving.deserialize_keras_object(config)
         self.compile(**config)
-        if self.built:
+        if self.built and not self.optimizer.built:
             self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
