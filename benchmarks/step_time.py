@@ -223,7 +223,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     print(hardware_line())
-    print(f"median of {args.repeats} rounds x {args.steps} steps, after {args.warmup} warm-up steps")
+    print(
+        f"median of {args.repeats} rounds x {args.steps} steps after {args.warmup} warm-up steps "
+        f"(text GAN: {args.text_repeats} rounds x 1 step after 2 warm-up steps)"
+    )
     header = f"{'model':<28}{'OneStepGAN ms':>15}{'Alternating ms':>16}{'ratio':>8}"
     print(header)
     print("-" * len(header))
