@@ -4,6 +4,7 @@
 """
 
 from onestep_gan import losses
+from onestep_gan import rdf2text  # registers the text models for keras.saving.load_model
 from onestep_gan.alternating_gan import AlternatingGAN
 from onestep_gan.distribute import ReplicaSeedGenerator
 from onestep_gan.gan_model import GANModel
