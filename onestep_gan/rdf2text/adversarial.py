@@ -310,7 +310,9 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     if not resuming:
         accuracy["before_pretraining"] = held_out_accuracy(pretrainer, held_out_dataset, config.held_out_batches)
         t0 = time.perf_counter()
-        pretrainer.fit(train_dataset, steps_per_epoch=config.pretrain_steps, epochs=1, verbose="auto")
+        pretrainer.fit(
+            train_dataset, steps_per_epoch=config.pretrain_steps, epochs=1, shuffle=False, verbose="auto"
+        )  # the dataset shuffles itself
         timing["pretrain_seconds"] = time.perf_counter() - t0
         accuracy["after_pretraining"] = held_out_accuracy(pretrainer, held_out_dataset, config.held_out_batches)
         logger.info("Discriminator held-out accuracy after pretraining: %s", accuracy["after_pretraining"])
@@ -344,7 +346,8 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     ]
     t0 = time.perf_counter()
     history = gan.fit(
-        train_dataset, steps_per_epoch=config.steps_per_epoch, epochs=epochs, callbacks=callbacks, verbose="auto"
+        train_dataset, steps_per_epoch=config.steps_per_epoch, epochs=epochs, callbacks=callbacks,
+        shuffle=False, verbose="auto",
     )
     timing["adversarial_seconds"] = time.perf_counter() - t0
     timing["adversarial_steps"] = len(history.history.get("loss", [])) * config.steps_per_epoch
