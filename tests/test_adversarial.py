@@ -100,3 +100,20 @@ def test_train_adversarial_end_to_end(tmp_path):
     assert json.loads((run / "adversarial_summary.json").read_text())["mle"] is not None
     generator, discriminator = adversarial.load_gan_parts(run)
     assert generator.vocabulary_size == discriminator.vocabulary_size
+
+
+def test_save_gan_parts_keeps_the_last_good_epoch_after_divergence(tmp_path):
+    generator, _, discriminator = tiny_parts()
+    discriminator([ops.zeros((1, 4), "int32"), ops.zeros((1, 6), "int32")])
+
+    class Divergence:
+        diverged = None
+
+    divergence = Divergence()
+    saver = adversarial.SaveGANParts(tmp_path, generator, discriminator, divergence)
+    saver.on_epoch_end(0)
+    saved = (tmp_path / adversarial.GENERATOR_FILE).read_bytes()
+    generator.embedding_matrix.assign(generator.embedding_matrix * float("nan"))
+    divergence.diverged = {"epoch": 1}
+    saver.on_epoch_end(1)
+    assert (tmp_path / adversarial.GENERATOR_FILE).read_bytes() == saved

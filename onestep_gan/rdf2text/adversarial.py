@@ -22,6 +22,7 @@ import dataclasses
 import json
 import logging
 import pathlib
+import shutil
 import time
 
 import keras
@@ -30,7 +31,7 @@ import tensorflow as tf
 from keras import ops
 
 import onestep_gan
-from onestep_gan.callbacks import TerminateOnDivergence
+from onestep_gan.callbacks import TerminateOnDivergence, TrainingDivergedError
 from onestep_gan.rdf2text import evaluation, pipeline, training
 from onestep_gan.rdf2text.discriminator import TextDiscriminator, check_compatible
 from onestep_gan.rdf2text.sampling import LinearSchedule, TextSampler
@@ -222,15 +223,23 @@ class DiscriminatorPretrainer(keras.Model):
 
 # ------------------------------------------------------------------------- stage
 class SaveGANParts(keras.callbacks.Callback):
-    """Saves the generator and discriminator as `.keras` files at every epoch end."""
+    """Saves the generator and discriminator as `.keras` files at every epoch end.
 
-    def __init__(self, run_dir, generator, discriminator):
+    Keras still ends the epoch when a callback stops training mid-epoch; if `divergence`
+    (a `TerminateOnDivergence`) has fired, nothing is saved, so the files keep the last
+    good epoch.
+    """
+
+    def __init__(self, run_dir, generator, discriminator, divergence=None):
         super().__init__()
         self.run_dir = pathlib.Path(run_dir)
         self.generator = generator
         self.discriminator = discriminator
+        self.divergence = divergence
 
     def on_epoch_end(self, epoch, logs=None):
+        if self.divergence is not None and self.divergence.diverged is not None:
+            return
         self.generator.save(self.run_dir / GENERATOR_FILE)
         self.discriminator.save(self.run_dir / DISCRIMINATOR_FILE)
 
@@ -338,17 +347,26 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     )
     gan.build()  # BackupAndRestore needs a built model; G and D are built already
     epochs = -(-config.adversarial_steps // config.steps_per_epoch)
+    divergence = TerminateOnDivergence(monitor="loss", max_loss=config.max_loss)
     callbacks = [
-        TerminateOnDivergence(monitor="loss", max_loss=config.max_loss),
+        divergence,
         keras.callbacks.BackupAndRestore(backup_dir=str(run_dir / "backup")),
-        SaveGANParts(run_dir, generator, discriminator),
+        SaveGANParts(run_dir, generator, discriminator, divergence),
         keras.callbacks.CSVLogger(str(run_dir / "adversarial_log.csv"), append=True),
     ]
     t0 = time.perf_counter()
-    history = gan.fit(
-        train_dataset, steps_per_epoch=config.steps_per_epoch, epochs=epochs, callbacks=callbacks,
-        shuffle=False, verbose="auto",
-    )
+    try:
+        history = gan.fit(
+            train_dataset, steps_per_epoch=config.steps_per_epoch, epochs=epochs, callbacks=callbacks,
+            shuffle=False, verbose="auto",
+        )
+    except TrainingDivergedError as error:
+        # The backup was written after the divergence: resuming from it would resume the NaNs.
+        shutil.rmtree(run_dir / "backup", ignore_errors=True)
+        raise TrainingDivergedError(
+            f"{error} The last good generator and discriminator are in {run_dir / GENERATOR_FILE} and "
+            f"{run_dir / DISCRIMINATOR_FILE} (none if the first epoch diverged)."
+        ) from error
     timing["adversarial_seconds"] = time.perf_counter() - t0
     timing["adversarial_steps"] = len(history.history.get("loss", [])) * config.steps_per_epoch
     sampler.trainable = False
