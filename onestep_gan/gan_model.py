@@ -256,10 +256,13 @@ class GANModel(keras.Model):
         return d_loss, real_scores, fake_scores
 
     def update_gan_metrics(self, d_loss, g_loss, real_scores, fake_scores):
-        self.d_loss_tracker.update_state(d_loss)
-        self.g_loss_tracker.update_state(g_loss)
-        self.real_score_tracker.update_state(ops.mean(real_scores))
-        self.fake_score_tracker.update_state(ops.mean(fake_scores))
+        # Weighted by batch size, like Keras' own `loss` tracker, so that epoch means agree
+        # (a short last batch counts for its size): `loss` then equals `d_loss` plus extras.
+        batch_size = ops.cast(ops.shape(real_scores)[0], "float32")
+        self.d_loss_tracker.update_state(d_loss, sample_weight=batch_size)
+        self.g_loss_tracker.update_state(g_loss, sample_weight=batch_size)
+        self.real_score_tracker.update_state(real_scores)
+        self.fake_score_tracker.update_state(fake_scores)
 
     # ------------------------------------------------------------ serialisation
     def get_config(self):
