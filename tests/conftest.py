@@ -3,12 +3,32 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
+import atexit
+import functools
 import pathlib
+import shutil
+import tempfile
 
 import keras
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "webnlg"
+
+
+@functools.lru_cache(maxsize=None)
+def fixture_2017_dir():
+    """The hand-written 2017 fixture, laid out as the reader expects.
+
+    Its test file is stored as `test/test_entries.xml`, a name nobody mistakes for the real
+    corpus, and copied (once per test session) to the `testdata_with_lex.xml` the 2017 layout needs.
+    """
+    root = pathlib.Path(tempfile.mkdtemp(prefix="onestep_gan_webnlg_"))
+    atexit.register(shutil.rmtree, root, True)
+    target = root / "2017"
+    shutil.copytree(FIXTURES / "2017", target)
+    (target / "test" / "test_entries.xml").rename(target / "test" / "testdata_with_lex.xml")
+    return target
 
 
 def webnlg_dir():

@@ -6,9 +6,10 @@ import warnings
 import pytest
 
 from onestep_gan import cli
+from tests.conftest import fixture_2017_dir
 from onestep_gan.rdf2text.webnlg import Triple
 
-FIXTURE_2017 = pathlib.Path(__file__).parent / "fixtures" / "webnlg" / "2017"
+FIXTURE_2017 = fixture_2017_dir()
 
 
 @pytest.fixture(scope="module")

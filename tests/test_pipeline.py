@@ -6,9 +6,10 @@ import pytest
 
 from onestep_gan.rdf2text import pipeline, webnlg
 from onestep_gan.rdf2text.pipeline import EncodedExample
+from tests.conftest import fixture_2017_dir
 from onestep_gan.rdf2text.vocabulary import Vocabulary
 
-FIXTURE_2017 = pathlib.Path(__file__).parent / "fixtures" / "webnlg" / "2017"
+FIXTURE_2017 = fixture_2017_dir()
 PAD, BOS, EOS = Vocabulary.PAD, Vocabulary.BOS, Vocabulary.EOS
 
 

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from onestep_gan.rdf2text import training
+from tests.conftest import fixture_2017_dir
 from onestep_gan.rdf2text.training import LabelSmoothedSparseCrossEntropy, RDF2TextConfig
 
-FIXTURE_2017 = pathlib.Path(__file__).parent / "fixtures" / "webnlg" / "2017"
+FIXTURE_2017 = fixture_2017_dir()
 
 
 def tiny_config(**overrides):

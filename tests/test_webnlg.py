@@ -7,9 +7,10 @@ import pytest
 from onestep_gan.rdf2text import webnlg
 from onestep_gan.rdf2text.preprocessing import delexicalise
 from onestep_gan.rdf2text.webnlg import Triple, load_webnlg, parse_webnlg_xml
+from tests.conftest import fixture_2017_dir
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "webnlg"
-DATA_2017 = FIXTURES / "2017"
+DATA_2017 = fixture_2017_dir()
 DATA_3_0 = FIXTURES / "3.0"
 
 
