@@ -6,8 +6,8 @@ import warnings
 import pytest
 
 from onestep_gan import cli
-from tests.conftest import fixture_2017_dir
 from onestep_gan.rdf2text.webnlg import Triple
+from tests.conftest import fixture_2017_dir
 
 FIXTURE_2017 = fixture_2017_dir()
 

@@ -6,8 +6,8 @@ import pytest
 
 from onestep_gan.rdf2text import pipeline, webnlg
 from onestep_gan.rdf2text.pipeline import EncodedExample
-from tests.conftest import fixture_2017_dir
 from onestep_gan.rdf2text.vocabulary import Vocabulary
+from tests.conftest import fixture_2017_dir
 
 FIXTURE_2017 = fixture_2017_dir()
 PAD, BOS, EOS = Vocabulary.PAD, Vocabulary.BOS, Vocabulary.EOS

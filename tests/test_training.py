@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from onestep_gan.rdf2text import training
-from tests.conftest import fixture_2017_dir
 from onestep_gan.rdf2text.training import LabelSmoothedSparseCrossEntropy, RDF2TextConfig
+from tests.conftest import fixture_2017_dir
 
 FIXTURE_2017 = fixture_2017_dir()
 
