@@ -173,6 +173,32 @@ def test_sampler_pads_after_eos():
     assert len({int(np.flatnonzero(row == EOS)[0]) for row in ids if EOS in row}) >= 2
 
 
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "tf.function"])
+def test_sampler_stopping_early_fills_the_unwritten_positions_with_pad(compiled):
+    """Every row emits EOS at the first step, so the loop stops after one step and the
+    positions it never wrote must still be exact PAD one-hots, with gradients flowing."""
+    # EOS wins every Gumbel draw by a margin of ~30; beta = 0.05 keeps the soft sample,
+    # and so the gradient, far from saturation.
+    sampler = _sampler(schedule=0.05)
+    sampler.build()
+    bias = np.zeros(VOCABULARY_SIZE, "float32")
+    bias[EOS] = 30.0
+    sampler.generator.output_bias.assign(bias)
+
+    def sample_and_grad():
+        with tf.GradientTape() as tape:
+            texts = sampler(SOURCE, training=True)
+            loss = ops.sum(texts * ops.arange(VOCABULARY_SIZE, dtype="float32"))
+        return texts, tape.gradient(loss, sampler.generator.output_bias)
+
+    texts, gradient = (tf.function(sample_and_grad) if compiled else sample_and_grad)()
+    ids = np.argmax(ops.convert_to_numpy(texts), axis=-1)
+    np.testing.assert_array_equal(ids[:, 0], EOS)
+    np.testing.assert_array_equal(ids[:, 1:], PAD)
+    np.testing.assert_array_equal(ops.convert_to_numpy(texts).sum(axis=-1), 1.0)
+    assert np.all(np.isfinite(gradient)) and np.any(gradient != 0)
+
+
 def test_sampler_is_reproducible_with_a_seed_and_draws_fresh_noise_per_call():
     sampler = _sampler(seed=4)
     twin = TextSampler(sampler.generator, max_length=MAX_LENGTH, seed=4)  # same weights, seed
