@@ -16,6 +16,7 @@ benchmark more models (e.g. the text generator).
 """
 
 import argparse
+import functools
 import os
 import platform
 import statistics
@@ -102,7 +103,7 @@ def text_gan_family(batch_size=32, model_dim=128, layers=2, target_length=48, so
     sources = rng.integers(4, vocabulary_size, size=(batch_size, source_length)).astype("int32")
     texts = rng.integers(4, vocabulary_size, size=(batch_size, target_length)).astype("int32")
 
-    def parts():
+    def parts(feedback_gradient):
         keras.utils.set_random_seed(SEED)
         generator = TransformerGenerator(
             vocabulary_size, max_source_length=source_length, max_target_length=target_length,
@@ -114,17 +115,20 @@ def text_gan_family(batch_size=32, model_dim=128, layers=2, target_length=48, so
             vocabulary_size, max_source_length=source_length, max_target_length=target_length,
             model_dim=model_dim, num_heads=4, feedforward_dim=4 * model_dim, num_layers=layers,
         )
-        return generator, TextSampler(generator, max_length=target_length, seed=SEED), discriminator
+        sampler = TextSampler(
+            generator, max_length=target_length, seed=SEED, feedback_gradient=feedback_gradient
+        )
+        return generator, sampler, discriminator
 
-    def make_onestep():
-        generator, sampler, discriminator = parts()
+    def make_onestep(feedback_gradient):
+        generator, sampler, discriminator = parts(feedback_gradient)
         gan = onestep_gan.OneStepGAN(sampler, discriminator, loss="hinge", seed=SEED)
         gan(sources)  # build G and D before compile: the optimizer is then built eagerly
         gan.compile(optimizer=_adam())
         return gan
 
-    def make_alternating():
-        generator, sampler, discriminator = parts()
+    def make_alternating(feedback_gradient):
+        generator, sampler, discriminator = parts(feedback_gradient)
         gan = onestep_gan.AlternatingGAN(sampler, discriminator, loss="hinge", seed=SEED)
         gan(sources)
         gan.compile(discriminator_optimizer=_adam(), generator_optimizer=_adam())
@@ -133,13 +137,23 @@ def text_gan_family(batch_size=32, model_dim=128, layers=2, target_length=48, so
     def make_mle():
         from onestep_gan.rdf2text.training import LabelSmoothedSparseCrossEntropy
 
-        generator, _, _ = parts()
+        generator, _, _ = parts(True)
         generator.compile(optimizer=_adam(), loss=LabelSmoothedSparseCrossEntropy())
         return generator
 
     name = f"text GAN d={model_dim} {layers}+{layers} b={batch_size} T={target_length}"
     mle_batch = ({"source": sources, "target": texts}, texts)
-    return [(name, make_onestep, make_alternating, (sources, texts), make_mle, mle_batch)]
+    cases = []
+    for feedback_gradient, mode in ((True, "full"), (False, "no-feedback")):
+        cases.append((
+            f"{name} {mode}",
+            functools.partial(make_onestep, feedback_gradient),
+            functools.partial(make_alternating, feedback_gradient),
+            (sources, texts),
+            make_mle,
+            mle_batch,
+        ))
+    return cases
 
 
 # name -> fn(args) -> cases; each family reads the command-line options it needs.
@@ -227,7 +241,7 @@ def main(argv=None):
         f"median of {args.repeats} rounds x {args.steps} steps after {args.warmup} warm-up steps "
         f"(text GAN: {args.text_repeats} rounds x 1 step after 2 warm-up steps)"
     )
-    header = f"{'model':<28}{'OneStepGAN ms':>15}{'Alternating ms':>16}{'ratio':>8}"
+    header = f"{'model':<44}{'OneStepGAN ms':>15}{'Alternating ms':>16}{'ratio':>8}"
     print(header)
     print("-" * len(header))
     mle_lines = []
@@ -237,7 +251,7 @@ def main(argv=None):
         for case in FAMILIES[family](args):
             name, make_onestep, make_alternating, batch = case[:4]
             onestep_ms, alternating_ms = time_pair(make_onestep, make_alternating, batch, repeats, steps, warmup)
-            print(f"{name:<28}{onestep_ms:>15.2f}{alternating_ms:>16.2f}{onestep_ms / alternating_ms:>8.2f}")
+            print(f"{name:<44}{onestep_ms:>15.2f}{alternating_ms:>16.2f}{onestep_ms / alternating_ms:>8.2f}")
             if len(case) > 4:  # an MLE step of the same generator and batch, for scale
                 mle_ms = time_mle(case[4], case[5], repeats, 3, warmup)
                 mle_lines.append(

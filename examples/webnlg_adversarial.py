@@ -46,11 +46,25 @@ def main(argv=None):
     parser.add_argument("--lam", type=float)
     parser.add_argument("--generator-learning-rate-ratio", type=float)
     parser.add_argument("--mle-weight", type=float)
+    parser.add_argument("--discriminator-learning-rate", type=float)
+    parser.add_argument("--inverse-temperature-end", type=float)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument(
+        "--no-feedback-gradient",
+        dest="feedback_gradient",
+        action="store_false",
+        default=None,
+        help="cheaper sampler gradient: one parallel pass over the sampled prefix (TextSampler)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     config = adversarial.AdversarialConfig.quick() if args.quick else adversarial.AdversarialConfig()
-    for name in ("pretrain_steps", "adversarial_steps", "lam", "generator_learning_rate_ratio", "mle_weight"):
+    overridable = (
+        "pretrain_steps", "adversarial_steps", "lam", "generator_learning_rate_ratio", "mle_weight",
+        "discriminator_learning_rate", "inverse_temperature_end", "seed", "feedback_gradient",
+    )
+    for name in overridable:
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
     config.__post_init__()

@@ -54,6 +54,21 @@ def test_ids_and_one_hots_score_identically(discriminator):
     np.testing.assert_array_equal(from_ids, from_one_hots)
 
 
+def test_ids_and_one_hots_give_the_same_weight_gradients(discriminator):
+    """Ids are looked up, one-hots multiplied: the training signal to D must not differ."""
+    import tensorflow as tf
+
+    def gradients(text):
+        with tf.GradientTape() as tape:
+            score = ops.sum(discriminator([SOURCE, text], training=True) ** 2)
+        return [tf.convert_to_tensor(g) for g in tape.gradient(score, discriminator.trainable_variables)]
+
+    from_ids = gradients(TEXT)
+    from_one_hots = gradients(ops.one_hot(TEXT, VOCABULARY_SIZE))
+    for a, b in zip(from_ids, from_one_hots):
+        np.testing.assert_allclose(ops.convert_to_numpy(a), ops.convert_to_numpy(b), atol=1e-6)
+
+
 def test_appending_padding_leaves_scores_unchanged(discriminator):
     padded_text = np.pad(TEXT, ((0, 0), (0, 2)))  # two more PAD positions
     padded_source = np.pad(SOURCE, ((0, 0), (0, 3)))

@@ -51,15 +51,19 @@ REAL_IDS = np.array(
 )
 
 
-def _sampler(schedule=1.0, seed=0, max_length=MAX_LENGTH):
+def _sampler(schedule=1.0, seed=0, max_length=MAX_LENGTH, feedback_gradient=True):
     return TextSampler(
-        TransformerGenerator(**GENERATOR), max_length=max_length, schedule=schedule, seed=seed
+        TransformerGenerator(**GENERATOR),
+        max_length=max_length,
+        schedule=schedule,
+        seed=seed,
+        feedback_gradient=feedback_gradient,
     )
 
 
-def _eos_biased_sampler(seed=0):
+def _eos_biased_sampler(seed=0, feedback_gradient=True):
     """A sampler whose generator emits EOS often, so rows finish at different steps."""
-    sampler = _sampler(seed=seed)
+    sampler = _sampler(seed=seed, feedback_gradient=feedback_gradient)
     sampler.build()
     bias = np.zeros(VOCABULARY_SIZE, "float32")
     bias[EOS] = 2.0
@@ -230,9 +234,12 @@ def _is_key_bias(variable):
     return variable.path.endswith("/key/bias")
 
 
-def test_regression_every_generator_weight_gets_a_gradient_from_the_discriminator():
+@pytest.mark.parametrize("feedback_gradient", [True, False], ids=["full", "no_feedback"])
+def test_regression_every_generator_weight_gets_a_gradient_from_the_discriminator(
+    feedback_gradient,
+):
     """The classic failure: the text reaches D as argmax ids and G never learns."""
-    sampler = _eos_biased_sampler()
+    sampler = _eos_biased_sampler(feedback_gradient=feedback_gradient)
     discriminator = TextDiscriminator(**DISCRIMINATOR)
     generator_variables = sampler.generator.trainable_variables
     with tf.GradientTape() as tape:
@@ -250,6 +257,53 @@ def test_regression_every_generator_weight_gets_a_gradient_from_the_discriminato
             assert np.abs(gradient).max() < 1e-6, variable.path
         else:
             assert np.abs(gradient).max() > 1e-7, variable.path
+
+
+def _gradients_of_a_fixed_linear_score(sampler, source):
+    weights = keras.random.normal((len(source), sampler.max_length, VOCABULARY_SIZE), seed=3)
+    with tf.GradientTape() as tape:
+        texts = sampler(source, training=True)
+        loss = ops.sum(texts * weights)
+    gradients = tape.gradient(loss, sampler.generator.trainable_variables)
+    return ops.convert_to_numpy(texts), [ops.convert_to_numpy(g) for g in gradients]
+
+
+def _twin_samplers(max_length):
+    """Two samplers on one generator, one per gradient mode, with the same seed."""
+    full = _sampler(seed=5, max_length=max_length)
+    full.build()
+    bias = np.zeros(VOCABULARY_SIZE, "float32")
+    bias[EOS] = 1.0
+    full.generator.output_bias.assign(bias)
+    no_feedback = TextSampler(full.generator, max_length=max_length, seed=5, feedback_gradient=False)
+    return full, no_feedback
+
+
+def test_both_gradient_modes_sample_the_same_texts():
+    full, no_feedback = _twin_samplers(MAX_LENGTH)
+    source = np.repeat(SOURCE, 4, axis=0)
+    full_texts, _ = _gradients_of_a_fixed_linear_score(full, source)
+    no_feedback_texts, _ = _gradients_of_a_fixed_linear_score(no_feedback, source)
+    np.testing.assert_array_equal(full_texts, no_feedback_texts)
+    ids = full_texts.argmax(axis=-1)
+    assert len({int(np.flatnonzero(row == EOS)[0]) for row in ids if EOS in row}) >= 2
+
+
+def test_without_feedback_gradients_match_the_full_loop_exactly_where_nothing_is_fed_back():
+    """With one position nothing is fed back: the parallel pass must reproduce the loop's
+    gradient. With more positions the two estimators must differ (the feedback path)."""
+    source = np.repeat(SOURCE, 2, axis=0)
+    full, no_feedback = _twin_samplers(max_length=1)
+    _, full_gradients = _gradients_of_a_fixed_linear_score(full, source)
+    _, no_feedback_gradients = _gradients_of_a_fixed_linear_score(no_feedback, source)
+    for a, b in zip(full_gradients, no_feedback_gradients):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+    full, no_feedback = _twin_samplers(max_length=MAX_LENGTH)
+    _, full_gradients = _gradients_of_a_fixed_linear_score(full, source)
+    _, no_feedback_gradients = _gradients_of_a_fixed_linear_score(no_feedback, source)
+    differing = [not np.allclose(a, b, rtol=1e-3, atol=1e-6) for a, b in zip(full_gradients, no_feedback_gradients)]
+    assert sum(differing) > len(differing) // 2
 
 
 def test_regression_argmax_generator_is_refused_by_the_engine():
@@ -301,7 +355,7 @@ def test_one_step_gan_fits_text_for_two_steps(run_eagerly):
 
 
 def test_sampler_keras_round_trip(tmp_path):
-    sampler = _sampler(schedule=ExponentialSchedule(1.0, 4.0, 8), seed=7)
+    sampler = _sampler(schedule=ExponentialSchedule(1.0, 4.0, 8), seed=7, feedback_gradient=False)
     sampler(SOURCE, training=True)
     path = str(tmp_path / "sampler.keras")
     sampler.save(path)
@@ -309,6 +363,7 @@ def test_sampler_keras_round_trip(tmp_path):
     assert isinstance(restored, TextSampler)
     assert isinstance(restored.schedule, ExponentialSchedule)
     assert restored.max_length == MAX_LENGTH
+    assert restored.feedback_gradient is False
     assert int(restored.step_counter.numpy()) == 1
     for original, loaded in zip(sampler.generator.weights, restored.generator.weights):
         np.testing.assert_array_equal(ops.convert_to_numpy(original), ops.convert_to_numpy(loaded))
@@ -321,11 +376,14 @@ def test_sampler_bad_arguments_raise():
         TextSampler(keras.layers.Dense(3))
     with pytest.raises(ValueError, match="schedule"):
         TextSampler(TransformerGenerator(**GENERATOR), schedule="cold")
+    with pytest.raises(ValueError, match="feedback_gradient"):
+        TextSampler(TransformerGenerator(**GENERATOR), feedback_gradient="no")
 
 
 @pytest.mark.slow  # XLA compilation of the loop and its gradient: ~30 s on 2 CPU cores.
-def test_sampler_forward_and_backward_compile_with_xla():
-    sampler = _eos_biased_sampler()
+@pytest.mark.parametrize("feedback_gradient", [True, False], ids=["full", "no_feedback"])
+def test_sampler_forward_and_backward_compile_with_xla(feedback_gradient):
+    sampler = _eos_biased_sampler(feedback_gradient=feedback_gradient)
     variables = sampler.generator.trainable_variables
     weights = keras.random.normal((3, MAX_LENGTH, VOCABULARY_SIZE), seed=1)
 

@@ -76,6 +76,7 @@ class AdversarialConfig:
     steps_per_epoch: int = 50  # checkpoint (and resume) granularity
     inverse_temperature_start: float = 1.0
     inverse_temperature_end: float = 5.0
+    feedback_gradient: bool = True  # TextSampler: backpropagate through fed-back tokens
     max_loss: float = 1e4  # TerminateOnDivergence threshold on the single loss
     gradient_clip_norm: float = 1.0
 
@@ -298,7 +299,13 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     schedule = LinearSchedule(
         config.inverse_temperature_start, config.inverse_temperature_end, num_steps=config.adversarial_steps
     )
-    sampler = TextSampler(generator, max_length=config.max_length, schedule=schedule, seed=config.seed)
+    sampler = TextSampler(
+        generator,
+        max_length=config.max_length,
+        schedule=schedule,
+        seed=config.seed,
+        feedback_gradient=config.feedback_gradient,
+    )
     discriminator = TextDiscriminator(
         vocabulary_size=len(vocabulary),
         max_source_length=mle_config.max_source_length,

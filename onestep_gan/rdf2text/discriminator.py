@@ -183,23 +183,30 @@ class TextDiscriminator(keras.Model):
             self.build()
         return self.token_embedding.embeddings
 
-    def _embed(self, probs):
-        """`(batch, len, vocab)` distributions -> `(batch, len, model_dim)`, scaled by sqrt(d)."""
-        embedded = ops.matmul(probs, ops.cast(self.embedding_matrix, probs.dtype))
-        return embedded * ops.cast(math.sqrt(self.model_dim), embedded.dtype)
+    def embed_text(self, text):
+        """Text -> `(embedded (batch, len, model_dim) scaled by sqrt(d), mask (batch, len))`.
 
-    def text_distributions(self, text):
-        """Int ids `(batch, len)` -> float32 one-hots; distributions are checked and kept."""
+        Distributions `(batch, len, vocab)` are embedded as `probs @ embedding_matrix`, the
+        path gradients take to the generator. Int ids `(batch, len)` are looked up: the row
+        of `E` is bit for bit what their exact one-hot times `E` gives (one 1.0 and zeros),
+        so real texts and one-hot samples look the same to the discriminator, without a
+        `(batch, len, vocab) @ (vocab, d)` product for texts no gradient needs to reach.
+        The mask is True at non-PAD positions.
+        """
         if _is_integer(text):
-            return ops.one_hot(text, self.vocabulary_size, dtype="float32")
-        if len(text.shape) != 3 or text.shape[-1] != self.vocabulary_size:
-            raise ValueError(
-                "Expected the text as int ids (batch, length) or distributions "
-                f"(batch, length, vocabulary_size={self.vocabulary_size}); the generator and "
-                "discriminator must share one vocabulary. "
-                f"Received: text shape {tuple(text.shape)}"
-            )
-        return text
+            embedded = ops.cast(self.token_embedding(text), "float32")
+            mask = ops.not_equal(text, self.pad_id)
+        else:
+            if len(text.shape) != 3 or text.shape[-1] != self.vocabulary_size:
+                raise ValueError(
+                    "Expected the text as int ids (batch, length) or distributions "
+                    f"(batch, length, vocabulary_size={self.vocabulary_size}); the generator "
+                    "and discriminator must share one vocabulary. "
+                    f"Received: text shape {tuple(text.shape)}"
+                )
+            embedded = ops.matmul(text, ops.cast(self.embedding_matrix, text.dtype))
+            mask = text[..., self.pad_id] <= 0.5
+        return embedded * ops.cast(math.sqrt(self.model_dim), embedded.dtype), mask
 
     def call(self, inputs, training=False):
         if not isinstance(inputs, (list, tuple)) or len(inputs) != 2:
@@ -210,21 +217,20 @@ class TextDiscriminator(keras.Model):
             )
         source_ids, text = inputs
         source_ids = ops.convert_to_tensor(source_ids)
-        text = self.text_distributions(ops.convert_to_tensor(text))
+        text_embedded, text_mask = self.embed_text(ops.convert_to_tensor(text))
         source_mask = ops.not_equal(source_ids, self.pad_id)  # (batch, source_len)
-        text_mask = text[..., self.pad_id] <= 0.5  # (batch, text_len)
 
         # Source ids are looked up (a gather, cheaper than a one-hot matmul; no gradient
         # needs to reach them). Row lookup and one-hot matmul give the same vectors.
-        source_embedded = ops.cast(self.token_embedding(source_ids), text.dtype)
-        source_embedded = source_embedded * ops.cast(math.sqrt(self.model_dim), text.dtype)
+        source_embedded = ops.cast(self.token_embedding(source_ids), text_embedded.dtype)
+        source_embedded = source_embedded * ops.cast(math.sqrt(self.model_dim), text_embedded.dtype)
         memory = self.source_position_embedding(source_embedded)
         memory = self.embedding_dropout(memory, training=training)
         for block in self.source_blocks:
             memory = block(memory, padding_mask=source_mask, training=training)
         memory = self.source_norm(memory)  # (batch, source_len, model_dim)
 
-        hidden = self.text_position_embedding(self._embed(text))
+        hidden = self.text_position_embedding(text_embedded)
         hidden = self.embedding_dropout(hidden, training=training)
         for block in self.text_blocks:
             hidden = block(

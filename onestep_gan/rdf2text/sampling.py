@@ -253,6 +253,14 @@ class TextSampler(keras.Model):
             this length (EOS, then PAD one-hots).
         schedule: a `TemperatureSchedule` or a number (constant inverse temperature).
         seed: integer seed of the Gumbel noise.
+        feedback_gradient: True (default): backpropagate through the whole loop, including
+            each sampled token's effect on the later steps it is fed back into. False: the
+            cheaper estimator. The loop then only picks the tokens, and one teacher-forced
+            decoder pass over the sampled prefix gives every position its logits and so
+            its straight-through gradient. Gradients reach all the weights the logits
+            depend on, but not the path through the fed-back tokens. The forward values
+            are the same one-hots for the same seed. `benchmarks/step_time.py` measures
+            both modes.
 
     Call arguments:
         source_ids: int `(batch, source_len)` linearised triples.
@@ -270,7 +278,9 @@ class TextSampler(keras.Model):
     ```
     """
 
-    def __init__(self, generator, max_length=None, schedule=1.0, seed=None, **kwargs):
+    def __init__(
+        self, generator, max_length=None, schedule=1.0, seed=None, feedback_gradient=True, **kwargs
+    ):
         super().__init__(**kwargs)
         if not isinstance(generator, TransformerGenerator):
             raise ValueError(
@@ -288,8 +298,13 @@ class TextSampler(keras.Model):
                 f"`max_length` must be an int in [1, max_target_length="
                 f"{generator.max_target_length}]. Received: max_length={max_length!r}"
             )
+        if not isinstance(feedback_gradient, bool):
+            raise ValueError(
+                f"`feedback_gradient` must be True or False. Received: {feedback_gradient!r}"
+            )
         self.generator = generator
         self.max_length = max_length
+        self.feedback_gradient = feedback_gradient
         self.schedule = get_schedule(schedule)
         self.seed = seed
         self.seed_generator = distribute.ReplicaSeedGenerator(seed)
@@ -321,22 +336,42 @@ class TextSampler(keras.Model):
     def call(self, source_ids, training=None):
         training = bool(training)
         generator = self.generator
-        vocabulary_size = generator.vocabulary_size
-        max_length = self.max_length
         beta = self.inverse_temperature()
         if training:
             self.step_counter.assign_add(1)
 
         memory, source_mask = generator.encode(source_ids, training=training)
-        cache = generator.init_cache(memory, source_mask, max_length)
         batch_size = ops.shape(source_ids)[0]
         # All Gumbel noise in one stateless draw outside the loop: no RNG state changes
         # inside the loop body (simpler under XLA), and one kernel instead of max_length.
         noise = gumbel_noise(
-            (max_length, batch_size, vocabulary_size), seed=self.seed_generator, dtype=memory.dtype
+            (self.max_length, batch_size, generator.vocabulary_size),
+            seed=self.seed_generator,
+            dtype=memory.dtype,
         )  # (max_length, batch, vocab)
-        pad_one_hot = ops.one_hot(ops.full((1,), generator.pad_id, "int32"), vocabulary_size)
-        pad_one_hot = ops.cast(pad_one_hot, memory.dtype)  # (1, vocab)
+        if self.feedback_gradient:
+            return self._free_run(memory, source_mask, noise, beta, training)
+        # The loop only picks the tokens; its ops carry no gradient, so backpropagation
+        # does not go through it (no per-step intermediates are kept either).
+        texts = ops.stop_gradient(
+            self._free_run(ops.stop_gradient(memory), source_mask, noise, beta, training)
+        )
+        return self._rescore(texts, memory, source_mask, noise, beta, training)
+
+    def _pad_one_hot(self, dtype):
+        one_hot = ops.one_hot(
+            ops.full((1,), self.generator.pad_id, "int32"), self.generator.vocabulary_size
+        )
+        return ops.cast(one_hot, dtype)  # (1, vocab)
+
+    def _free_run(self, memory, source_mask, noise, beta, training):
+        """The autoregressive loop: `(batch, max_length, vocab)` straight-through one-hots."""
+        generator = self.generator
+        vocabulary_size = generator.vocabulary_size
+        max_length = self.max_length
+        batch_size = ops.shape(memory)[0]
+        cache = generator.init_cache(memory, source_mask, max_length)
+        pad_one_hot = self._pad_one_hot(memory.dtype)
 
         step = ops.convert_to_tensor(0, dtype="int32")
         token = ops.cast(
@@ -372,6 +407,27 @@ class TextSampler(keras.Model):
         texts = ops.where(unwritten[:, None, None], pad_one_hot[None], texts)
         return ops.transpose(texts, (1, 0, 2))
 
+    def _rescore(self, texts, memory, source_mask, noise, beta, training):
+        """Gradients for sampled `texts` from one teacher-forced pass over their own prefix.
+
+        The forward value stays `texts` exactly (`hard + (soft - stop_gradient(soft))`);
+        `soft` is the Gumbel-softmax of the logits the parallel decoder gives each
+        position, with the noise the loop used. PAD after EOS carries no gradient, as in
+        the loop. (A PAD sampled before EOS is masked as a decoder input here but attended
+        to in the loop; that changes the gradient estimate of such rows only.)
+        """
+        generator = self.generator
+        ids = ops.cast(ops.argmax(texts, axis=-1), "int32")  # (batch, max_length)
+        bos = ops.full((ops.shape(ids)[0], 1), generator.bos_id, "int32")
+        prefix = ops.concatenate([bos, ids[:, :-1]], axis=1)
+        logits = generator.decode(prefix, memory, source_mask, training=training)
+        scores = beta * (ops.cast(logits, noise.dtype) + ops.transpose(noise, (1, 0, 2)))
+        soft = ops.softmax(scores, axis=-1)
+        samples = texts + (soft - ops.stop_gradient(soft))
+        is_eos = ops.cast(ops.equal(ids, generator.eos_id), "int32")
+        finished_before = (ops.cumsum(is_eos, axis=1) - is_eos) > 0  # (batch, max_length)
+        return ops.where(finished_before[..., None], self._pad_one_hot(texts.dtype)[None], samples)
+
     def compute_output_shape(self, input_shape):
         return (input_shape[0], self.max_length, self.vocabulary_size)
 
@@ -383,6 +439,7 @@ class TextSampler(keras.Model):
                 "max_length": self.max_length,
                 "schedule": keras.saving.serialize_keras_object(self.schedule),
                 "seed": self.seed,
+                "feedback_gradient": self.feedback_gradient,
             }
         )
         return config
