@@ -325,13 +325,15 @@ def test_regression_argmax_generator_is_refused_by_the_engine():
 
 
 @pytest.mark.parametrize(
-    "run_eagerly",
+    "run_eagerly, feedback_gradient",
     # The compiled train step takes over a minute to trace on 2 CPU cores.
-    [True, pytest.param(False, marks=pytest.mark.slow)],
-    ids=["eager", "compiled"],
+    [(True, True), pytest.param(False, True, marks=pytest.mark.slow), (True, False)],
+    ids=["eager", "compiled", "eager-no-feedback"],
 )
-def test_one_step_gan_fits_text_for_two_steps(run_eagerly):
-    sampler = _sampler(schedule=LinearSchedule(1.0, 2.0, num_steps=10))
+def test_one_step_gan_fits_text_for_two_steps(run_eagerly, feedback_gradient):
+    sampler = _sampler(
+        schedule=LinearSchedule(1.0, 2.0, num_steps=10), feedback_gradient=feedback_gradient
+    )
     gan = onestep_gan.OneStepGAN(sampler, TextDiscriminator(**DISCRIMINATOR), loss="hinge")
     gan.compile(optimizer=keras.optimizers.Adam(1e-3), run_eagerly=run_eagerly)
     generator_before = [ops.convert_to_numpy(v) for v in sampler.generator.trainable_variables]
