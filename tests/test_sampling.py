@@ -203,6 +203,21 @@ def test_sampler_stopping_early_fills_the_unwritten_positions_with_pad(compiled)
     assert np.all(np.isfinite(gradient)) and np.any(gradient != 0)
 
 
+def test_the_other_backends_step_buffer_gives_the_same_texts(monkeypatch):
+    """JAX and PyTorch keep the steps in a tensor written by slice_update; TensorFlow in a
+    TensorArray. The forward values must agree (TF has no gradient for the XLA op that
+    slice_update becomes, so only the forward runs here)."""
+    from onestep_gan.rdf2text import sampling
+
+    source = np.repeat(SOURCE, 4, axis=0)
+    generator = _eos_biased_sampler().generator
+    with_tensor_array = ops.convert_to_numpy(TextSampler(generator, seed=2)(source))
+    monkeypatch.setattr(sampling, "_USE_TENSOR_ARRAY", False)
+    with_slice_update = ops.convert_to_numpy(TextSampler(generator, seed=2)(source))
+    np.testing.assert_array_equal(with_tensor_array, with_slice_update)
+    assert PAD in with_slice_update.argmax(axis=-1)  # rows finished: PAD positions compared
+
+
 def test_sampler_is_reproducible_with_a_seed_and_draws_fresh_noise_per_call():
     sampler = _sampler(seed=4)
     twin = TextSampler(sampler.generator, max_length=MAX_LENGTH, seed=4)  # same weights, seed

@@ -198,6 +198,10 @@ def straight_through_gumbel_softmax(logits, inverse_temperature=1.0, seed=None):
 
 
 # ----------------------------------------------------------------------------- sampler
+# False makes TensorFlow use the other backends' buffer too (tests compare the two).
+_USE_TENSOR_ARRAY = True
+
+
 class _StepBuffer:
     """The loop's per-step outputs, `max_length` slots of `(batch, vocab)`.
 
@@ -211,7 +215,7 @@ class _StepBuffer:
     def __init__(self, max_length, batch_size, vocabulary_size, dtype):
         self.shape = (max_length, batch_size, vocabulary_size)
         self.dtype = dtype
-        self.use_tensor_array = keras.backend.backend() == "tensorflow"
+        self.use_tensor_array = _USE_TENSOR_ARRAY and keras.backend.backend() == "tensorflow"
 
     def empty(self):
         if self.use_tensor_array:
