@@ -26,6 +26,7 @@ VARIANTS = {
     "lam0": ["--lam", "0"],  # control: the same steps with the MLE term only
     "lam0.3": ["--lam", "0.3"],
     "lam3": ["--lam", "3"],
+    "lam3_seed2": ["--lam", "3", "--seed", "2"],
     "no_feedback": ["--no-feedback-gradient"],
     "d_lr3e-4": ["--discriminator-learning-rate", "3e-4"],
     "pretrain400": ["--pretrain-steps", "400"],
