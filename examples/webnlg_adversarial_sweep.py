@@ -80,7 +80,8 @@ def table(mle_run_dir, sweep_dir, names):
         if name is None:
             cells.append("")
         else:
-            cells.append("/".join("?" if a is None else f"{100 * a:.0f}" for a in _discriminator_accuracy(os.path.join(sweep_dir, name))))
+            accuracy = _discriminator_accuracy(os.path.join(sweep_dir, name))
+            cells.append("/".join("?" if a is None else f"{100 * a:.0f}" for a in accuracy))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

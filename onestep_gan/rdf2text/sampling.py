@@ -208,7 +208,8 @@ class _StepBuffer:
     Writing a step into a `(max_length, batch, vocab)` tensor with `ops.where` costs the
     whole tensor per step, forward and backward: O(max_length^2) in all; at WebNLG sizes
     on CPU the sampler's forward and backward took 2.4 s that way and 1.7 s with the
-    `TensorArray` that TensorFlow uses here, whose write and its gradient cost one slot. Other backends use `ops.slice_update`,
+    `TensorArray` that TensorFlow uses here, whose write and its gradient cost one slot.
+    Other backends use `ops.slice_update`,
     which XLA (JAX) performs in place. Unwritten slots stack as zeros.
     """
 
