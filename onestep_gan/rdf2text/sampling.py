@@ -209,8 +209,8 @@ class _StepBuffer:
     whole tensor per step, forward and backward: O(max_length^2) in all; at WebNLG sizes
     on CPU the sampler's forward and backward took 2.4 s that way and 1.7 s with the
     `TensorArray` that TensorFlow uses here, whose write and its gradient cost one slot.
-    Other backends use `ops.slice_update`,
-    which XLA (JAX) performs in place. Unwritten slots stack as zeros.
+    Other backends use `ops.slice_update`, which XLA (JAX) performs in place. Unwritten
+    slots stack as zeros.
     """
 
     def __init__(self, max_length, batch_size, vocabulary_size, dtype):
