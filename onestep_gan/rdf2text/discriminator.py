@@ -218,12 +218,8 @@ class TextDiscriminator(keras.Model):
         source_ids, text = inputs
         source_ids = ops.convert_to_tensor(source_ids)
         text_embedded, text_mask = self.embed_text(ops.convert_to_tensor(text))
-        source_mask = ops.not_equal(source_ids, self.pad_id)  # (batch, source_len)
-
-        # Source ids are looked up (a gather, cheaper than a one-hot matmul; no gradient
-        # needs to reach them). Row lookup and one-hot matmul give the same vectors.
-        source_embedded = ops.cast(self.token_embedding(source_ids), text_embedded.dtype)
-        source_embedded = source_embedded * ops.cast(math.sqrt(self.model_dim), text_embedded.dtype)
+        # Source ids take the lookup path too: (batch, source_len, model_dim), mask.
+        source_embedded, source_mask = self.embed_text(source_ids)
         memory = self.source_position_embedding(source_embedded)
         memory = self.embedding_dropout(memory, training=training)
         for block in self.source_blocks:
