@@ -135,7 +135,7 @@ def text_gan_family(batch_size=32, model_dim=128, layers=2, target_length=48, so
         return gan
 
     def make_mle():
-        from onestep_gan.rdf2text.training import LabelSmoothedSparseCrossEntropy
+        from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy
 
         generator, _, _ = parts(True)
         generator.compile(optimizer=_adam(), loss=LabelSmoothedSparseCrossEntropy())

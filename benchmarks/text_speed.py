@@ -5,7 +5,7 @@ side by side. The inputs are real WebNLG train entries (a seeded sample, delexic
 encoded as in training), so lengths are realistic; the model is untrained, so decoding
 runs to `--max-length` tokens unless it happens to emit EOS (worst case per sentence).
 
-    python benchmarks/text_speed.py                       # default RDF2TextConfig sizes
+    python benchmarks/text_speed.py                       # default MLEConfig sizes
     python benchmarks/text_speed.py --quick               # tiny model, seconds
     python benchmarks/text_speed.py --model-dim 192 --layers 2 --train-steps 30
 
@@ -23,23 +23,23 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras
 
-from onestep_gan.rdf2text import pipeline, webnlg
-from onestep_gan.rdf2text.training import (
-    RDF2TextConfig,
-    build_model,
-    compile_model,
-    make_generate_function,
-)
+from onestep_gan.rdf2text import datasets, webnlg
+from onestep_gan.rdf2text.config import MLEConfig
+from onestep_gan.rdf2text.inference import make_generate_function
+from onestep_gan.rdf2text.mle import build_model, compile_model
+from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from onestep_gan.rdf2text.vocabulary import Vocabulary
 
 
-def measure_training(config, examples, vocabulary_size, train_steps):
+def measure_training(config, examples, preprocessor, train_steps):
     """Examples/s of `model.fit` over `train_steps` batches, after a 2-step `fit` that traces."""
-    dataset = pipeline.make_training_dataset(
-        examples, config.batch_size, seed=config.seed, bucket_boundaries=config.bucket_boundaries
+    dataset = datasets.make_training_dataset(
+        examples, config.batch_size, seed=config.seed, bucket_boundaries=config.bucket_boundaries,
+        **preprocessor.special_ids,
     )
     batches = dataset.take(train_steps).cache()
     examples_per_pass = sum(int(labels.shape[0]) for _, labels in batches)  # also fills the cache
-    model = build_model(config, vocabulary_size)
+    model = build_model(config, preprocessor)
     model.build()
     compile_model(model, config, total_steps=10 * train_steps)
     model.fit(batches.repeat(), steps_per_epoch=2, shuffle=False, verbose=0)  # traces the train step
@@ -54,7 +54,7 @@ def measure_decoding(model, examples, method, use_cache, batch_size, beam_width,
     generate_function = make_generate_function(
         model, method=method, beam_width=beam_width, max_length=max_length, use_cache=use_cache
     )
-    batches = list(pipeline.source_batches(examples, batch_size))
+    batches = list(datasets.source_batches(examples, batch_size, pad_id=model.pad_id))
     traced_shapes = set()
     for source_ids, _ in batches:  # trace every shape before timing
         if source_ids.shape not in traced_shapes:
@@ -70,8 +70,9 @@ def measure_decoding(model, examples, method, use_cache, batch_size, beam_width,
 def main():
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n")[0])
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--quick", action="store_true", help="RDF2TextConfig.quick() sizes")
+    parser.add_argument("--quick", action="store_true", help="MLEConfig.quick() sizes")
     parser.add_argument("--model-dim", type=int)
+    parser.add_argument("--feedforward-dim", type=int)
     parser.add_argument("--layers", type=int, help="encoder and decoder layers (each)")
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--vocabulary-size", type=int, default=4000,
@@ -86,27 +87,24 @@ def main():
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
-    config = RDF2TextConfig.quick() if args.quick else RDF2TextConfig()
-    overrides = {"model_dim": args.model_dim, "batch_size": args.batch_size}
-    if args.model_dim:
-        overrides["feedforward_dim"] = 4 * args.model_dim
+    config = MLEConfig.quick() if args.quick else MLEConfig()
+    overrides = {"model_dim": args.model_dim, "feedforward_dim": args.feedforward_dim, "batch_size": args.batch_size}
     if args.layers:
         overrides.update(num_encoder_layers=args.layers, num_decoder_layers=args.layers)
     config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v is not None})
 
     entries = webnlg.load_webnlg("train", args.data_dir)
     entries = entries[:: max(1, len(entries) // args.train_entries)][: args.train_entries]
-    pairs = pipeline.delexicalise_entries(entries)
-    vocabulary = pipeline.build_vocabulary(pairs)
-    vocabulary_size = max(len(vocabulary), args.vocabulary_size)
-    lengths = (config.max_source_length, config.max_target_length)
-    train_examples = pipeline.encode_pairs(pairs, vocabulary, *lengths)
-    decode_examples = pipeline.encode_entries(entries, vocabulary, *lengths, for_training=False)
-    decode_examples = decode_examples[: args.decode_sentences]
+    preprocessor = TextPreprocessor.build(entries, config.max_source_length, config.max_target_length)
+    train_examples = preprocessor.encode_entries(entries, for_training=True)
+    decode_examples = preprocessor.encode_entries(entries, for_training=False)[: args.decode_sentences]
+    # A model vocabulary of realistic size: pad the sample's vocabulary with unused tokens.
+    tokens = preprocessor.vocabulary.tokens[len(Vocabulary(()).tokens):]
+    extra = [f"<unused_{index}>" for index in range(max(0, args.vocabulary_size - preprocessor.vocabulary_size))]
+    preprocessor = TextPreprocessor(Vocabulary(tokens + extra), config.max_source_length, config.max_target_length)
+    vocabulary_size = preprocessor.vocabulary_size
 
-    model, train_speed, parameters = measure_training(
-        config, train_examples, vocabulary_size, args.train_steps
-    )
+    model, train_speed, parameters = measure_training(config, train_examples, preprocessor, args.train_steps)
     print(
         f"model_dim={config.model_dim} layers={config.num_encoder_layers}+{config.num_decoder_layers} "
         f"ff={config.feedforward_dim} vocabulary={vocabulary_size} parameters={parameters:,} "

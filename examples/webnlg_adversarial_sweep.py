@@ -8,6 +8,8 @@ and test. Choose defaults by the dev columns; the test columns are for reporting
     python examples/webnlg_adversarial_sweep.py --mle-run-dir runs/webnlg_mle \
         --data-dir ../shared/webnlg/2017 --sweep-dir runs/sweep
     python examples/webnlg_adversarial_sweep.py ... --variants default lam0 no_feedback
+
+(`lamX` variants set `--adversarial-weight X`, the engine's `lam`.)
     python examples/webnlg_adversarial_sweep.py ... --table-only   # just the table
 
 Each variant takes 10-15 minutes on 2 CPU cores at the default sizes.
@@ -23,10 +25,10 @@ import sys
 VARIANTS = {
     "default": [],
     "seed2": ["--seed", "2"],
-    "lam0": ["--lam", "0"],  # control: the same steps with the MLE term only
-    "lam0.3": ["--lam", "0.3"],
-    "lam3": ["--lam", "3"],
-    "lam3_seed2": ["--lam", "3", "--seed", "2"],
+    "lam0": ["--adversarial-weight", "0"],  # control: the same steps with the MLE term only
+    "lam0.3": ["--adversarial-weight", "0.3"],
+    "lam3": ["--adversarial-weight", "3"],
+    "lam3_seed2": ["--adversarial-weight", "3", "--seed", "2"],
     "no_feedback": ["--no-feedback-gradient"],
     "d_lr3e-4": ["--discriminator-learning-rate", "3e-4"],
     "pretrain400": ["--pretrain-steps", "400"],

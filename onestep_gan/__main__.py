@@ -1,7 +1,7 @@
-"""`python -m onestep_gan train|generate|evaluate` (see onestep_gan.cli)."""
+"""`python -m onestep_gan train|adversarial|generate|evaluate` (see onestep_gan.rdf2text.cli)."""
 
 import sys
 
-from onestep_gan.cli import main
+from onestep_gan.rdf2text.cli import main
 
 sys.exit(main())

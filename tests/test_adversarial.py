@@ -8,23 +8,12 @@ import numpy as np
 import pytest
 from keras import ops
 
-from onestep_gan.rdf2text import adversarial, training
+from onestep_gan.rdf2text import adversarial, mle, runs
+from onestep_gan.rdf2text.config import AdversarialConfig
 from onestep_gan.rdf2text.discriminator import TextDiscriminator
-from onestep_gan.rdf2text.pipeline import EncodedExample
 from onestep_gan.rdf2text.sampling import TextSampler
 from onestep_gan.rdf2text.transformer import TransformerGenerator
-from tests.test_training import FIXTURE_2017, tiny_config
-
-
-def test_adversarial_dataset_layout():
-    examples = [EncodedExample(f"e{i}", (5, 6, 7)[: i + 1], (8,) * (i + 1), {}) for i in range(3)]
-    examples.append(EncodedExample("long", (5,), (8,) * 10, {}))  # too long for max_length 5: skipped
-    dataset = adversarial.make_adversarial_dataset(examples, 3, max_length=5, max_source_length=4, shuffle=False)
-    sources, texts = next(iter(dataset))
-    np.testing.assert_array_equal(sources, [[5, 0, 0, 0], [5, 6, 0, 0], [5, 6, 7, 0]])
-    np.testing.assert_array_equal(texts, [[8, 3, 0, 0, 0], [8, 8, 3, 0, 0], [8, 8, 8, 3, 0]])
-    with pytest.raises(ValueError, match=r"at least 4 example\(s\) of at most 4 tokens .* Received: 3"):
-        adversarial.make_adversarial_dataset(examples, 4, max_length=5, max_source_length=4, shuffle=False)
+from tests.test_mle import FIXTURE_2017, tiny_config
 
 
 def tiny_parts(vocabulary_size=12):
@@ -72,9 +61,9 @@ def test_pretrainer_counts_accuracy_with_the_loss_orientation():
 def test_mismatched_vocabulary_is_refused_on_load(tmp_path):
     generator, _, _ = tiny_parts(12)
     _, _, discriminator = tiny_parts(13)
-    generator.save(tmp_path / adversarial.GENERATOR_FILE)
+    generator.save(tmp_path / runs.GENERATOR_FILE)
     discriminator([ops.zeros((1, 4), "int32"), ops.zeros((1, 6), "int32")])
-    discriminator.save(tmp_path / adversarial.DISCRIMINATOR_FILE)
+    discriminator.save(tmp_path / runs.DISCRIMINATOR_FILE)
     with pytest.raises(ValueError, match="vocabulary_size=12, discriminator vocabulary_size=13"):
         adversarial.load_gan_parts(tmp_path)
 
@@ -84,8 +73,8 @@ def test_train_adversarial_end_to_end(tmp_path):
     keras.utils.set_random_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        training.train_and_evaluate(tiny_config(), FIXTURE_2017, tmp_path / "mle")
-        config = adversarial.AdversarialConfig.quick(
+        mle.train_and_evaluate(tiny_config(), FIXTURE_2017, tmp_path / "mle")
+        config = AdversarialConfig.quick(
             batch_size=2, max_length=16, pretrain_steps=2, held_out_batches=1, adversarial_steps=2,
             steps_per_epoch=1,
         )
@@ -112,8 +101,8 @@ def test_save_gan_parts_keeps_the_last_good_epoch_after_divergence(tmp_path):
     divergence = Divergence()
     saver = adversarial.SaveGANParts(tmp_path, generator, discriminator, divergence)
     saver.on_epoch_end(0)
-    saved = (tmp_path / adversarial.GENERATOR_FILE).read_bytes()
+    saved = (tmp_path / runs.GENERATOR_FILE).read_bytes()
     generator.embedding_matrix.assign(generator.embedding_matrix * float("nan"))
     divergence.diverged = {"epoch": 1}
     saver.on_epoch_end(1)
-    assert (tmp_path / adversarial.GENERATOR_FILE).read_bytes() == saved
+    assert (tmp_path / runs.GENERATOR_FILE).read_bytes() == saved

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from onestep_gan import cli
+from onestep_gan.rdf2text import cli
 from onestep_gan.rdf2text.webnlg import Triple
 from tests.conftest import fixture_2017_dir
 
@@ -17,7 +17,8 @@ def trained_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("cli_run")
     argv = [
         "train", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(run_dir),
-        "--epochs", "1", "--model-dim", "16", "--layers", "1", "--decode-method", "greedy",
+        "--epochs", "1", "--model-dim", "16", "--feedforward-dim", "32", "--num-encoder-layers", "1",
+        "--num-decoder-layers", "1", "--decode-method", "greedy",
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -40,6 +41,38 @@ def test_train_writes_run_with_cli_overrides(trained_run):
     assert (config["epochs"], config["model_dim"], config["num_encoder_layers"]) == (1, 16, 1)
     assert config["decode_method"] == "greedy"
     assert (trained_run / "model.keras").is_file()
+
+
+def test_config_flags_cover_every_field_and_leave_the_rest_at_defaults():
+    args = cli.build_parser().parse_args(["train", "--num-heads", "8", "--max-eval-entries", "none"])
+    config = cli.config_from_arguments(cli.MLEConfig, args)
+    assert (config.num_heads, config.max_eval_entries) == (8, None)
+    assert config.feedforward_dim == cli.MLEConfig().feedforward_dim  # no hidden coupling
+    args = cli.build_parser().parse_args(["adversarial", "--no-feedback-gradient", "--adversarial-weight", "0"])
+    config = cli.config_from_arguments(cli.AdversarialConfig, args)
+    assert (config.feedback_gradient, config.adversarial_weight) == (False, 0.0)
+    assert config.mle_weight == cli.AdversarialConfig().mle_weight
+
+
+def test_adversarial_command_writes_a_run_that_generate_reads(trained_run, tmp_path, monkeypatch, capsys):
+    argv = [
+        "adversarial", "--quick", "--mle-run-dir", str(trained_run), "--run-dir", str(tmp_path / "gan"),
+        "--data-dir", str(FIXTURE_2017), "--pretrain-steps", "1", "--adversarial-steps", "2",
+        "--held-out-batches", "1", "--max-length", "12", "--batch-size", "2",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert cli.main(argv) == 0
+    assert "MLE+GAN" in capsys.readouterr().out
+    for name in ("generator.keras", "config.json", "vocabulary.json", "adversarial_test_hypotheses.txt"):
+        assert (tmp_path / "gan" / name).is_file(), name
+    monkeypatch.setattr("sys.stdin", io.StringIO("Alan_Bean | birthPlace | Wheeler,_Texas\n"))
+    assert cli.main(["generate", "--run-dir", str(tmp_path / "gan")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+
+def test_adversarial_command_needs_an_mle_run(tmp_path):
+    assert cli.main(["adversarial", "--run-dir", str(tmp_path)]) == 2
 
 
 def test_generate_reads_stdin_and_prints_one_text_per_line(trained_run, monkeypatch, capsys):

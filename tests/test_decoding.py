@@ -1,12 +1,17 @@
 """Decoders against a fake Markov-chain step function with exact expected tokens."""
 
+import functools
+
 import numpy as np
 import pytest
 from keras import ops
 
-from onestep_gan.rdf2text.decoding import beam_search, greedy_search, tile_beams
+from onestep_gan.rdf2text import decoding
+from onestep_gan.rdf2text.decoding import tile_beams
 
 PAD, UNK, BOS, EOS, A, B, C, D = range(8)
+greedy_search = functools.partial(decoding.greedy_search, bos_id=BOS, eos_id=EOS, pad_id=PAD)
+beam_search = functools.partial(decoding.beam_search, bos_id=BOS, eos_id=EOS, pad_id=PAD)
 VOCABULARY_SIZE = 8
 
 
@@ -118,46 +123,3 @@ def test_bad_arguments_raise():
         greedy_search(step_fn, _state([0]), batch_size=1, max_length=0)
     with pytest.raises(ValueError, match="beam_width=0"):
         beam_search(step_fn, _state([0]), batch_size=1, max_length=3, beam_width=0)
-
-
-def _tiny_generator():
-    import keras
-
-    from onestep_gan.rdf2text.transformer import TransformerGenerator
-
-    keras.utils.set_random_seed(3)
-    return TransformerGenerator(
-        vocabulary_size=13, max_source_length=8, max_target_length=7, model_dim=16,
-        num_heads=2, feedforward_dim=32, num_encoder_layers=1, num_decoder_layers=2, dropout=0.0,
-    )
-
-
-GENERATOR_SOURCE = np.array([[5, 6, 7, 8, 9], [10, 4, 0, 0, 0], [12, 11, 6, 0, 0]], dtype="int32")
-
-
-@pytest.mark.parametrize("method", ["greedy", "beam"])
-def test_generate_cached_equals_uncached(method):
-    from onestep_gan.rdf2text.decoding import generate
-
-    model = _tiny_generator()
-    cached = generate(model, GENERATOR_SOURCE, method=method, beam_width=3, use_cache=True)
-    uncached = generate(model, GENERATOR_SOURCE, method=method, beam_width=3, use_cache=False)
-    assert tuple(cached.shape) == (3, 7)
-    np.testing.assert_array_equal(cached, uncached)
-
-
-def test_generate_beam_width_one_equals_greedy_and_rows_are_independent():
-    from onestep_gan.rdf2text.decoding import generate
-
-    model = _tiny_generator()
-    greedy = generate(model, GENERATOR_SOURCE, max_length=5)
-    np.testing.assert_array_equal(
-        generate(model, GENERATOR_SOURCE, method="beam", beam_width=1, max_length=5), greedy
-    )
-    beam = generate(model, GENERATOR_SOURCE, method="beam", beam_width=3, max_length=5)
-    alone = generate(model, GENERATOR_SOURCE[1:2, :2], method="beam", beam_width=3, max_length=5)
-    np.testing.assert_array_equal(alone[0], beam[1])
-    with pytest.raises(ValueError, match="max_length=8"):
-        generate(model, GENERATOR_SOURCE, max_length=8)
-    with pytest.raises(ValueError, match="method='sample'"):
-        generate(model, GENERATOR_SOURCE, method="sample")

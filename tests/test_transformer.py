@@ -7,11 +7,8 @@ import tensorflow as tf  # GradientTape only; the module under test uses keras.o
 import keras
 from keras import ops
 
-from onestep_gan.rdf2text.transformer import (
-    TransformerDecoderBlock,
-    TransformerEncoderBlock,
-    TransformerGenerator,
-)
+from onestep_gan.rdf2text.layers import TransformerDecoderBlock, TransformerEncoderBlock
+from onestep_gan.rdf2text.transformer import TransformerGenerator
 
 TINY = dict(
     vocabulary_size=11,

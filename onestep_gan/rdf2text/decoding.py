@@ -1,8 +1,9 @@
-"""Greedy and beam search over a step function, and `generate` for a TransformerGenerator.
+"""Greedy and beam search over a step function.
 
 A step function maps `(token_ids (batch,), step (scalar int32), state)` to
 `(logits (batch, vocab), new_state)`. The decoders never look inside `state`, so they can
-be tested with a fake logits function and used with `TransformerGenerator.decode_step`.
+be tested with a fake logits function and used with `TransformerGenerator.decode_step`
+(`inference.generate`). The special ids are the caller's (`TextPreprocessor.special_ids`).
 
 Both decoders are a `keras.ops.while_loop` over fixed-shape loop variables, stopping early
 once every sequence has emitted EOS; they run eagerly and inside a compiled function.
@@ -31,13 +32,13 @@ def tile_beams(state, beam_width):
     )
 
 
-def _write_column(sequences, step, tokens):
+def write_column(sequences, step, tokens):
     """`sequences[..., step] = tokens` for `sequences (..., length)`, with a tensor `step`."""
     length = ops.shape(sequences)[-1]
     return ops.where(ops.arange(length) == step, tokens[..., None], sequences)
 
 
-def greedy_search(step_fn, state, batch_size, max_length, bos_id=2, eos_id=3, pad_id=0):
+def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad_id):
     """Argmax decoding. Returns ids after BOS, `(batch_size, max_length)` int32."""
     max_length = int(max_length)
     if max_length < 1:
@@ -54,7 +55,7 @@ def greedy_search(step_fn, state, batch_size, max_length, bos_id=2, eos_id=3, pa
         logits, state = step_fn(tokens, step, state)
         next_tokens = ops.cast(ops.argmax(logits, axis=-1), "int32")
         next_tokens = ops.where(finished, pad_id, next_tokens)
-        sequences = _write_column(sequences, step, next_tokens)
+        sequences = write_column(sequences, step, next_tokens)
         finished = ops.logical_or(finished, next_tokens == eos_id)
         return step + 1, next_tokens, finished, sequences, state
 
@@ -76,9 +77,10 @@ def beam_search(
     max_length,
     beam_width=4,
     length_penalty=0.6,
-    bos_id=2,
-    eos_id=3,
-    pad_id=0,
+    *,
+    bos_id,
+    eos_id,
+    pad_id,
 ):
     """Beam search. `state` has leading dim `batch_size * beam_width` (see `tile_beams`).
 
@@ -137,7 +139,7 @@ def beam_search(
         parent_finished = ops.take_along_axis(finished, parent_beams, axis=1)
         finished = ops.logical_or(parent_finished, next_tokens == eos_id)
         sequences = ops.take_along_axis(sequences, parent_beams[..., None], axis=1)
-        sequences = _write_column(sequences, step, next_tokens)
+        sequences = write_column(sequences, step, next_tokens)
 
         parent_rows = ops.reshape(batch_offsets + parent_beams, (num_rows,))
         state = keras.tree.map_structure(
@@ -152,77 +154,3 @@ def beam_search(
     best_beams = ops.argmax(scores / _length_penalty(lengths, alpha), axis=-1)  # (batch,)
     best_beams = ops.cast(best_beams, "int32")[:, None, None]
     return ops.take_along_axis(sequences, best_beams, axis=1)[:, 0, :]
-
-
-def _uncached_step_fn(model):
-    """Step function that re-runs `model.call` on the whole prefix (quadratic cost).
-
-    Its state is `{"source": (b, s), "prefix": (b, max_length)}`; the prefix is PAD beyond
-    `step`, and causal attention keeps those positions from affecting position `step`.
-    """
-
-    def step_fn(tokens, step, state):
-        prefix = _write_column(state["prefix"], step, ops.cast(tokens, "int32"))
-        logits = model({"source": state["source"], "target": prefix}, training=False)
-        step_logits = ops.take(logits, step, axis=1)  # (batch, vocab)
-        return step_logits, {"source": state["source"], "prefix": prefix}
-
-    return step_fn
-
-
-def generate(
-    model,
-    source_ids,
-    method="greedy",
-    beam_width=4,
-    length_penalty=0.6,
-    max_length=None,
-    use_cache=True,
-):
-    """Decodes `source_ids (batch, source_len)` with a `TransformerGenerator`.
-
-    Args:
-        model: a `TransformerGenerator` (built or not).
-        source_ids: int `(batch, source_len)`.
-        method: `"greedy"` or `"beam"`.
-        beam_width, length_penalty: beam search settings.
-        max_length: tokens to generate; defaults to `model.max_target_length`.
-        use_cache: decode with `model.decode_step` and a key/value cache (linear cost per
-            token); False re-runs the full model on the prefix each step (reference path).
-
-    Returns ids after BOS, `(batch, max_length)` int32, PAD after EOS.
-    """
-    if method not in ("greedy", "beam"):
-        raise ValueError(f"`method` must be 'greedy' or 'beam'. Received: method={method!r}")
-    max_length = model.max_target_length if max_length is None else int(max_length)
-    if not 1 <= max_length <= model.max_target_length:
-        raise ValueError(
-            f"`max_length` must be in [1, max_target_length={model.max_target_length}]. "
-            f"Received: max_length={max_length}"
-        )
-    source_ids = ops.convert_to_tensor(source_ids, dtype="int32")
-    batch_size = int(ops.shape(source_ids)[0])
-    if use_cache:
-        memory, source_mask = model.encode(source_ids, training=False)
-        state = model.init_cache(memory, source_mask, max_length)
-
-        def step_fn(tokens, step, state):
-            return model.decode_step(tokens, step, state, training=False)
-
-    else:
-        prefix = ops.full((batch_size, max_length), model.pad_id, dtype="int32")
-        state = {"source": source_ids, "prefix": prefix}
-        step_fn = _uncached_step_fn(model)
-
-    special_ids = {"bos_id": model.bos_id, "eos_id": model.eos_id, "pad_id": model.pad_id}
-    if method == "greedy":
-        return greedy_search(step_fn, state, batch_size, max_length, **special_ids)
-    return beam_search(
-        step_fn,
-        tile_beams(state, beam_width),
-        batch_size,
-        max_length,
-        beam_width=beam_width,
-        length_penalty=length_penalty,
-        **special_ids,
-    )

@@ -1,71 +1,28 @@
 """`TextDiscriminator`: scores a text given its RDF triples, for the conditional text GAN.
 
-D reads two inputs, the linearised triples (int ids) and a text given as distributions over
-the vocabulary `(batch, length, vocab)`: real texts as exact one-hots, generated texts as the
-straight-through Gumbel one-hots of `TextSampler`. A distribution is embedded as
-`probs @ embedding_matrix`, the id's embedding for a one-hot, and differentiable for the
-generator's gradient. Int ids are accepted too (one-hot encoded first, so ids and one-hots
-score identically), convenient for evaluation.
+D reads two inputs, the linearised triples (int ids) and a text, either as int ids or as
+distributions over the vocabulary `(batch, length, vocab)`: generated texts are the
+straight-through Gumbel one-hots of `TextSampler`, embedded as `probs @ embedding_matrix`
+(the id's embedding for a one-hot, and differentiable for the generator's gradient). Real
+texts are looked up by id, which gives bit for bit the vectors of their exact one-hots, so
+ids and one-hots score identically.
 
-Architecture: the blocks of `transformer.py`. A Transformer encoder over the triples; a text
-encoder whose blocks self-attend over the whole text (bidirectional, padding masked) and
-cross-attend to the triples, so D can judge whether the text says what the triples say; a
-masked mean over the text positions; a linear score. Padding positions (PAD probability
-> 0.5) are masked as keys and left out of the mean, so appending PADs leaves the score
-unchanged.
+Architecture: `TransformerBackbone`, the generator's body, with bidirectional text blocks:
+an encoder over the triples; text blocks that self-attend over the whole text (padding
+masked) and cross-attend to the triples, so D can judge whether the text says what the
+triples say; a masked mean over the text positions; a linear score. Padding positions (PAD
+probability > 0.5) are masked as keys and left out of the mean, so appending PADs leaves
+the score unchanged.
 """
-
-import math
 
 import keras
 from keras import ops
 
-from onestep_gan.rdf2text.transformer import (
-    PositionEmbedding,
-    TransformerDecoderBlock,
-    TransformerEncoderBlock,
-    _validate_block_args,
-)
-
-
-def _is_integer(tensor):
-    return "int" in keras.backend.standardize_dtype(tensor.dtype)
+from onestep_gan.rdf2text.backbone import TransformerBackbone
 
 
 @keras.saving.register_keras_serializable(package="onestep_gan")
-class BidirectionalCrossAttentionBlock(TransformerDecoderBlock):
-    """`TransformerDecoderBlock` without the causal mask: a text encoder block.
-
-    Self-attention over all (non-padding) positions, cross-attention to a memory, then
-    feed-forward; pre-LayerNorm, residual. Same weights and arguments as the decoder block.
-
-    Call arguments:
-        inputs: `(batch, target_len, model_dim)`.
-        memory: `(batch, source_len, model_dim)`.
-        target_padding_mask: bool `(batch, target_len)` or None; True on real tokens.
-        source_padding_mask: bool `(batch, source_len)` or None.
-        training: bool.
-    """
-
-    def call(
-        self, inputs, memory, target_padding_mask=None, source_padding_mask=None, training=False
-    ):
-        self_mask = None if target_padding_mask is None else target_padding_mask[:, None, :]
-        normed = self.self_attention_norm(inputs)
-        attended = self.self_attention(normed, normed, attention_mask=self_mask)
-        hidden = inputs + self.dropout_layer(attended, training=training)
-
-        cross_mask = None if source_padding_mask is None else source_padding_mask[:, None, :]
-        attended = self.cross_attention(self.cross_attention_norm(hidden), memory, cross_mask)
-        hidden = hidden + self.dropout_layer(attended, training=training)
-        return self._feedforward(hidden, training)
-
-    def decode_step(self, *args, **kwargs):
-        raise NotImplementedError("A bidirectional block has no causal decode step.")
-
-
-@keras.saving.register_keras_serializable(package="onestep_gan")
-class TextDiscriminator(keras.Model):
+class TextDiscriminator(TransformerBackbone):
     """Transformer discriminator of (triples, text) pairs; one score per example.
 
     Args:
@@ -106,82 +63,27 @@ class TextDiscriminator(keras.Model):
         pad_id=0,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        if int(vocabulary_size) < 4:
-            raise ValueError(
-                "`vocabulary_size` must be at least 4 (PAD, UNK, BOS, EOS). "
-                f"Received: vocabulary_size={vocabulary_size}"
-            )
-        for name, value in (
-            ("max_source_length", max_source_length),
-            ("max_target_length", max_target_length),
-            ("num_layers", num_layers),
-        ):
-            if int(value) < 1:
-                raise ValueError(f"`{name}` must be positive. Received: {name}={value}")
-        _validate_block_args(model_dim, num_heads, feedforward_dim, dropout)
-        if not 0 <= int(pad_id) < int(vocabulary_size):
-            raise ValueError(
-                f"`pad_id` must be in [0, vocabulary_size={vocabulary_size}). "
-                f"Received: pad_id={pad_id}"
-            )
-        self.vocabulary_size = int(vocabulary_size)
-        self.max_source_length = int(max_source_length)
-        self.max_target_length = int(max_target_length)
-        self.model_dim = int(model_dim)
-        self.num_heads = int(num_heads)
-        self.feedforward_dim = int(feedforward_dim)
+        if int(num_layers) < 1:
+            raise ValueError(f"`num_layers` must be positive. Received: num_layers={num_layers}")
+        super().__init__(
+            vocabulary_size,
+            max_source_length,
+            max_target_length,
+            model_dim,
+            num_heads,
+            feedforward_dim,
+            num_encoder_layers=num_layers,
+            num_decoder_layers=num_layers,
+            dropout=dropout,
+            pad_id=pad_id,
+            causal=False,
+            **kwargs,
+        )
         self.num_layers = int(num_layers)
-        self.dropout = float(dropout)
-        self.pad_id = int(pad_id)
-
-        self.token_embedding = keras.layers.Embedding(
-            self.vocabulary_size,
-            self.model_dim,
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=self.model_dim**-0.5),
-            name="token_embedding",
-        )
-        self.source_position_embedding = PositionEmbedding(
-            self.max_source_length, name="source_position_embedding"
-        )
-        self.text_position_embedding = PositionEmbedding(
-            self.max_target_length, name="text_position_embedding"
-        )
-        self.embedding_dropout = keras.layers.Dropout(self.dropout)
-        block_args = (self.model_dim, self.num_heads, self.feedforward_dim, self.dropout)
-        self.source_blocks = [
-            TransformerEncoderBlock(*block_args, name=f"source_block_{index}")
-            for index in range(self.num_layers)
-        ]
-        self.text_blocks = [
-            BidirectionalCrossAttentionBlock(*block_args, name=f"text_block_{index}")
-            for index in range(self.num_layers)
-        ]
-        self.source_norm = keras.layers.LayerNormalization(epsilon=1e-5, name="source_norm")
-        self.text_norm = keras.layers.LayerNormalization(epsilon=1e-5, name="text_norm")
         self.score_dense = keras.layers.Dense(1, name="score")
 
-    def build(self, input_shape=None):
-        # Sizes come from the config; the text's vocabulary axis is checked in `call`.
-        hidden_shape = (None, None, self.model_dim)
-        self.token_embedding.build((None, None))
-        self.source_position_embedding.build(hidden_shape)
-        self.text_position_embedding.build(hidden_shape)
-        for block in self.source_blocks:
-            block.build(hidden_shape)
-        for block in self.text_blocks:
-            block.build(hidden_shape, hidden_shape)
-        self.source_norm.build(hidden_shape)
-        self.text_norm.build(hidden_shape)
+    def build_head(self):
         self.score_dense.build((None, self.model_dim))
-        self.built = True
-
-    @property
-    def embedding_matrix(self):
-        """The `(vocabulary_size, model_dim)` token embedding (D's own, not G's)."""
-        if not self.built:
-            self.build()
-        return self.token_embedding.embeddings
 
     def embed_text(self, text):
         """Text -> `(embedded (batch, len, model_dim) scaled by sqrt(d), mask (batch, len))`.
@@ -189,24 +91,11 @@ class TextDiscriminator(keras.Model):
         Distributions `(batch, len, vocab)` are embedded as `probs @ embedding_matrix`, the
         path gradients take to the generator. Int ids `(batch, len)` are looked up: the row
         of `E` is bit for bit what their exact one-hot times `E` gives (one 1.0 and zeros),
-        so real texts and one-hot samples look the same to the discriminator, without a
-        `(batch, len, vocab) @ (vocab, d)` product for texts no gradient needs to reach.
-        The mask is True at non-PAD positions.
+        without a `(batch, len, vocab) @ (vocab, d)` product for texts no gradient needs to
+        reach. The mask is True at non-PAD positions.
         """
-        if _is_integer(text):
-            embedded = ops.cast(self.token_embedding(text), "float32")
-            mask = ops.not_equal(text, self.pad_id)
-        else:
-            if len(text.shape) != 3 or text.shape[-1] != self.vocabulary_size:
-                raise ValueError(
-                    "Expected the text as int ids (batch, length) or distributions "
-                    f"(batch, length, vocabulary_size={self.vocabulary_size}); the generator "
-                    "and discriminator must share one vocabulary. "
-                    f"Received: text shape {tuple(text.shape)}"
-                )
-            embedded = ops.matmul(text, ops.cast(self.embedding_matrix, text.dtype))
-            mask = text[..., self.pad_id] <= 0.5
-        return embedded * ops.cast(math.sqrt(self.model_dim), embedded.dtype), mask
+        self._ensure_built()
+        return self.embed_tokens(text), self.padding_mask(text)
 
     def call(self, inputs, training=False):
         if not isinstance(inputs, (list, tuple)) or len(inputs) != 2:
@@ -215,29 +104,9 @@ class TextDiscriminator(keras.Model):
                 f"Received: {type(inputs).__name__} of length "
                 f"{len(inputs) if isinstance(inputs, (list, tuple)) else 'n/a'}"
             )
-        source_ids, text = inputs
-        source_ids = ops.convert_to_tensor(source_ids)
-        text_embedded, text_mask = self.embed_text(ops.convert_to_tensor(text))
-        # Source ids take the lookup path too: (batch, source_len, model_dim), mask.
-        source_embedded, source_mask = self.embed_text(source_ids)
-        memory = self.source_position_embedding(source_embedded)
-        memory = self.embedding_dropout(memory, training=training)
-        for block in self.source_blocks:
-            memory = block(memory, padding_mask=source_mask, training=training)
-        memory = self.source_norm(memory)  # (batch, source_len, model_dim)
-
-        hidden = self.text_position_embedding(text_embedded)
-        hidden = self.embedding_dropout(hidden, training=training)
-        for block in self.text_blocks:
-            hidden = block(
-                hidden,
-                memory,
-                target_padding_mask=text_mask,
-                source_padding_mask=source_mask,
-                training=training,
-            )
-        hidden = self.text_norm(hidden)  # (batch, text_len, model_dim)
-
+        source_ids, text = (ops.convert_to_tensor(part) for part in inputs)
+        memory, source_mask = self.encode(source_ids, training=training)
+        hidden, text_mask = self.read_text(text, memory, source_mask, training=training)
         weights = ops.cast(text_mask, hidden.dtype)[:, :, None]  # (batch, text_len, 1)
         pooled = ops.sum(hidden * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
         return self.score_dense(pooled)  # (batch, 1)
@@ -247,19 +116,8 @@ class TextDiscriminator(keras.Model):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "max_source_length": self.max_source_length,
-                "max_target_length": self.max_target_length,
-                "model_dim": self.model_dim,
-                "num_heads": self.num_heads,
-                "feedforward_dim": self.feedforward_dim,
-                "num_layers": self.num_layers,
-                "dropout": self.dropout,
-                "pad_id": self.pad_id,
-            }
-        )
+        config.update(self.backbone_config())
+        config["num_layers"] = self.num_layers
         return config
 
 

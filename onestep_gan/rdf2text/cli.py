@@ -1,11 +1,14 @@
-"""Command line: `onestep-gan train|generate|evaluate` (also `python -m onestep_gan`).
+"""Command line: `onestep-gan train|adversarial|generate|evaluate` (also `python -m onestep_gan`).
 
     onestep-gan train --run-dir runs/webnlg_mle [--quick] [--epochs N] [--data-dir DIR]
+    onestep-gan adversarial --mle-run-dir runs/webnlg_mle --run-dir runs/webnlg_gan
     onestep-gan generate --run-dir runs/webnlg_mle [--input FILE]   # else reads stdin
     onestep-gan evaluate --hypotheses runs/webnlg_mle/test_hypotheses.txt --split test
 
-`generate` reads one triple set per line, triples separated by ` ; `, the parts of a triple
-by ` | `, in WebNLG spelling:
+`train` and `adversarial` take one flag per field of `MLEConfig` / `AdversarialConfig`
+(`--model-dim 256`, `--num-encoder-layers 3`, `--adversarial-weight 0`, ...; see `--help`).
+`generate` works on an MLE or an adversarial run folder. It reads one triple set per line,
+triples separated by ` ; `, the parts of a triple by ` | `, in WebNLG spelling:
 
     Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot
 
@@ -13,7 +16,6 @@ and prints one text per line.
 """
 
 import argparse
-import dataclasses
 import logging
 import os
 import pathlib
@@ -21,6 +23,13 @@ import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from onestep_gan.rdf2text.config import (  # noqa: E402
+    AdversarialConfig,
+    MLEConfig,
+    add_config_arguments,
+    config_from_arguments,
+)
 
 TRIPLE_SET_SEPARATOR = " ; "
 TRIPLE_PART_SEPARATOR = " | "
@@ -30,38 +39,17 @@ def add_train_arguments(parser):
     """Arguments of `train` (shared with examples/webnlg.py)."""
     parser.add_argument("--run-dir", default="runs/webnlg_mle", help="output folder (default: %(default)s)")
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder with train/dev/test (default: $WEBNLG_DIR)")
-    parser.add_argument("--quick", action="store_true", help="tiny sample, tiny model, 2 epochs (about a minute)")
-    parser.add_argument("--epochs", type=int, help="training epochs")
-    parser.add_argument("--batch-size", type=int, help="training batch size")
-    parser.add_argument("--model-dim", type=int, help="Transformer hidden size")
-    parser.add_argument("--layers", type=int, help="encoder and decoder layers (each)")
-    parser.add_argument("--decode-method", choices=("greedy", "beam"), help="decoding of dev/test")
-    parser.add_argument("--beam-width", type=int, help="beam size")
-    parser.add_argument("--max-train-entries", type=int, help="seeded sample of train entries")
-    parser.add_argument("--max-eval-entries", type=int, help="seeded sample of dev and test entries")
-    parser.add_argument("--seed", type=int, help="random seed")
+    parser.add_argument("--quick", action="store_true", help="MLEConfig.quick(): tiny sample and model, 3 epochs")
+    add_config_arguments(parser.add_argument_group("MLEConfig fields"), MLEConfig)
 
 
-def config_from_arguments(args):
-    """`RDF2TextConfig` from parsed `add_train_arguments` arguments (unset flags keep defaults)."""
-    from onestep_gan.rdf2text.training import RDF2TextConfig
-
-    config = RDF2TextConfig.quick() if args.quick else RDF2TextConfig()
-    overrides = {
-        "epochs": args.epochs,
-        "batch_size": args.batch_size,
-        "model_dim": args.model_dim,
-        "num_encoder_layers": args.layers,
-        "num_decoder_layers": args.layers,
-        "decode_method": args.decode_method,
-        "beam_width": args.beam_width,
-        "max_train_entries": args.max_train_entries,
-        "max_eval_entries": args.max_eval_entries,
-        "seed": args.seed,
-    }
-    if args.model_dim is not None:
-        overrides["feedforward_dim"] = 4 * args.model_dim
-    return dataclasses.replace(config, **{key: value for key, value in overrides.items() if value is not None})
+def add_adversarial_arguments(parser):
+    """Arguments of `adversarial` (shared with examples/webnlg_adversarial.py)."""
+    parser.add_argument("--mle-run-dir", help="a finished MLE run folder")
+    parser.add_argument("--run-dir", default="runs/webnlg_gan", help="output folder (default: %(default)s)")
+    parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
+    parser.add_argument("--quick", action="store_true", help="AdversarialConfig.quick(): tiny data, models, steps")
+    add_config_arguments(parser.add_argument_group("AdversarialConfig fields"), AdversarialConfig)
 
 
 def parse_triple_sets(lines):
@@ -87,18 +75,30 @@ def parse_triple_sets(lines):
 
 
 def _train(args):
-    from onestep_gan.rdf2text.training import train_and_evaluate
-
-    results = train_and_evaluate(config_from_arguments(args), args.data_dir, args.run_dir)
     from onestep_gan.rdf2text.evaluation import format_markdown_table
+    from onestep_gan.rdf2text.mle import train_and_evaluate
 
+    results = train_and_evaluate(config_from_arguments(MLEConfig, args, args.quick), args.data_dir, args.run_dir)
     for name in ("dev", "test"):
         print(f"{name}:\n{format_markdown_table(results[name])}")
     return 0
 
 
+def _adversarial(args):
+    from onestep_gan.rdf2text.adversarial import train_adversarial
+
+    if args.mle_run_dir is None:
+        raise ValueError("`adversarial` needs --mle-run-dir, a finished `onestep-gan train` run folder.")
+    config = config_from_arguments(AdversarialConfig, args, args.quick)
+    summary = train_adversarial(config, args.mle_run_dir, args.run_dir, args.data_dir)
+    print((pathlib.Path(args.run_dir) / "comparison.md").read_text(encoding="utf-8"))
+    del summary
+    return 0
+
+
 def _generate(args):
-    from onestep_gan.rdf2text.training import generate_texts, load_run
+    from onestep_gan.rdf2text.inference import generate_texts
+    from onestep_gan.rdf2text.runs import load_run
 
     if args.input:
         lines = pathlib.Path(args.input).read_text(encoding="utf-8").splitlines()
@@ -107,10 +107,10 @@ def _generate(args):
     triple_sets = parse_triple_sets(lines)
     if not triple_sets:
         return 0
-    model, vocabulary, config = load_run(args.run_dir)
+    model, preprocessor, config = load_run(args.run_dir)
     texts = generate_texts(
         model,
-        vocabulary,
+        preprocessor,
         triple_sets,
         method=args.decode_method or config.decode_method,
         beam_width=args.beam_width or config.beam_width,
@@ -144,12 +144,18 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="onestep-gan", description=__doc__.split("\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
 
-    train = subparsers.add_parser("train", help="train on WebNLG, decode and score dev/test")
+    train = subparsers.add_parser("train", help="MLE: train on WebNLG, decode and score dev/test")
     add_train_arguments(train)
     train.set_defaults(handler=_train)
 
+    adversarial = subparsers.add_parser(
+        "adversarial", help="adversarial stage: fine-tune an MLE run with OneStepGAN.fit, score dev/test"
+    )
+    add_adversarial_arguments(adversarial)
+    adversarial.set_defaults(handler=_adversarial)
+
     generate = subparsers.add_parser("generate", help="texts for triple sets (one set per line)")
-    generate.add_argument("--run-dir", required=True, help="a finished training run")
+    generate.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
     generate.add_argument("--input", help="file of triple sets (default: stdin)")
     generate.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
     generate.add_argument("--beam-width", type=int, help="default: the run's")

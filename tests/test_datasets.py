@@ -1,16 +1,16 @@
-import pathlib
 import warnings
 
 import numpy as np
 import pytest
 
-from onestep_gan.rdf2text import pipeline, webnlg
-from onestep_gan.rdf2text.pipeline import EncodedExample
+from onestep_gan.rdf2text import datasets, webnlg
+from onestep_gan.rdf2text.preprocessor import EncodedExample
 from onestep_gan.rdf2text.vocabulary import Vocabulary
 from tests.conftest import fixture_2017_dir
 
 FIXTURE_2017 = fixture_2017_dir()
 PAD, BOS, EOS = Vocabulary.PAD, Vocabulary.BOS, Vocabulary.EOS
+SPECIAL_IDS = dict(pad_id=PAD, bos_id=BOS, eos_id=EOS)
 
 
 def load_fixture(split):
@@ -27,41 +27,10 @@ def synthetic_examples(lengths):
     ]
 
 
-def test_one_example_per_reference_for_training_one_per_entry_for_decoding():
-    entries = load_fixture("train")
-    vocabulary = pipeline.build_vocabulary(pipeline.delexicalise_entries(entries))
-    training = pipeline.encode_entries(entries, vocabulary, 64, 64, for_training=True)
-    decoding = pipeline.encode_entries(entries, vocabulary, 64, 64, for_training=False)
-    assert len(training) == sum(len(entry.texts) for entry in entries) == 3
-    assert [example.entry_id for example in decoding] == [entry.entry_id for entry in entries]
-    assert all(example.target_ids is None for example in decoding)
-    assert all(example.target_ids for example in training)
-    # Placeholders, not entities, reach the ids: the entity map holds the way back.
-    assert decoding[0].entity_map == {"ENT_1": "Abilene Regional Airport", "ENT_2": "Abilene, Texas"}
-
-
-def test_vocabulary_comes_from_train_only():
-    train_pairs = pipeline.delexicalise_entries(load_fixture("train"))
-    vocabulary = pipeline.build_vocabulary(train_pairs)
-    assert "serves" in vocabulary and "born" in vocabulary
-    # "comes" and the predicate word "region" occur only in the dev fixture.
-    assert "comes" not in vocabulary and "region" not in vocabulary
-    dev = pipeline.encode_entries(load_fixture("dev"), vocabulary, 64, 64)
-    assert Vocabulary.UNK in dev[0].target_ids
-
-
-def test_truncation_to_maximum_lengths():
-    entries = load_fixture("train")
-    vocabulary = pipeline.build_vocabulary(pipeline.delexicalise_entries(entries))
-    examples = pipeline.encode_entries(entries, vocabulary, max_source_length=3, max_target_length=4)
-    assert max(len(example.source_ids) for example in examples) == 3
-    assert max(len(example.target_ids) for example in examples) == 3  # room for BOS / EOS
-
-
 def test_batch_shapes_padding_and_shifted_targets():
     lengths = [(3, 2), (5, 4), (2, 6)]
-    dataset = pipeline.make_training_dataset(
-        synthetic_examples(lengths), batch_size=8, shuffle=False, bucket_boundaries=(100,)
+    dataset = datasets.make_training_dataset(
+        synthetic_examples(lengths), batch_size=8, shuffle=False, bucket_boundaries=(100,), **SPECIAL_IDS
     )
     (inputs, labels), = list(dataset)
     source, target, labels = (np.asarray(t) for t in (inputs["source"], inputs["target"], labels))
@@ -88,7 +57,7 @@ def test_bucketing_keeps_every_example_once_and_groups_lengths():
     rng = np.random.default_rng(0)
     lengths = [(int(rng.integers(1, 20)), int(rng.integers(1, 30))) for _ in range(37)]
     examples = synthetic_examples(lengths)
-    dataset = pipeline.make_training_dataset(examples, batch_size=5, seed=3, bucket_boundaries=(8, 16))
+    dataset = datasets.make_training_dataset(examples, batch_size=5, seed=3, bucket_boundaries=(8, 16), **SPECIAL_IDS)
     seen = []
     for inputs, labels in dataset:
         source_lengths = np.sum(np.asarray(inputs["source"]) != PAD, axis=1)
@@ -108,7 +77,7 @@ def test_shuffle_is_seeded():
     ]
 
     def first_column(seed):
-        dataset = pipeline.make_training_dataset(examples, batch_size=20, seed=seed)
+        dataset = datasets.make_training_dataset(examples, batch_size=20, seed=seed, **SPECIAL_IDS)
         return np.asarray(next(iter(dataset))[0]["source"])[:, 0].tolist()
 
     assert first_column(7) == first_column(7)
@@ -119,12 +88,12 @@ def test_shuffle_is_seeded():
 def test_training_dataset_rejects_examples_without_targets():
     examples = [EncodedExample("e0", (4, 5), None, {})]
     with pytest.raises(ValueError, match="target"):
-        pipeline.make_training_dataset(examples, batch_size=2)
+        datasets.make_training_dataset(examples, batch_size=2, **SPECIAL_IDS)
 
 
 def test_source_batches_fixed_shapes_and_order():
     examples = synthetic_examples([(s, 1) for s in (20, 3, 9, 17, 1)])
-    batches = list(pipeline.source_batches(examples, batch_size=2, length_multiple=8))
+    batches = list(datasets.source_batches(examples, batch_size=2, pad_id=PAD, length_multiple=8))
     # Sorted lengths 1, 3 | 9, 17 | 20, each batch padded up to a multiple of 8.
     assert [source.shape for source, _ in batches] == [(2, 8), (2, 24), (2, 24)]
     assert [indices for _, indices in batches] == [[4, 1], [2, 3], [0]]
@@ -135,7 +104,22 @@ def test_source_batches_fixed_shapes_and_order():
 
 def test_with_known_length_counts_batches_of_every_bucket():
     examples = synthetic_examples([(2, 2)] * 5 + [(30, 30)] * 3)
-    dataset = pipeline.make_training_dataset(examples, batch_size=2, bucket_boundaries=(10,))
-    dataset, num_batches = pipeline.with_known_length(dataset)
+    dataset = datasets.make_training_dataset(examples, batch_size=2, bucket_boundaries=(10,), **SPECIAL_IDS)
+    dataset, num_batches = datasets.with_known_length(dataset)
     assert num_batches == 3 + 2  # ceil(5 / 2) + ceil(3 / 2)
     assert int(dataset.cardinality()) == num_batches == len(list(dataset))
+
+
+def test_adversarial_dataset_layout():
+    examples = [EncodedExample(f"e{i}", (5, 6, 7)[: i + 1], (8,) * (i + 1), {}) for i in range(3)]
+    examples.append(EncodedExample("long", (5,), (8,) * 10, {}))  # too long for max_length 5: skipped
+    dataset = datasets.make_adversarial_dataset(
+        examples, 3, max_length=5, max_source_length=4, shuffle=False, pad_id=PAD, eos_id=EOS
+    )
+    sources, texts = next(iter(dataset))
+    np.testing.assert_array_equal(sources, [[5, 0, 0, 0], [5, 6, 0, 0], [5, 6, 7, 0]])
+    np.testing.assert_array_equal(texts, [[8, 3, 0, 0, 0], [8, 8, 3, 0, 0], [8, 8, 8, 3, 0]])
+    with pytest.raises(ValueError, match=r"at least 4 example\(s\) of at most 4 tokens .* Received: 3"):
+        datasets.make_adversarial_dataset(
+            examples, 4, max_length=5, max_source_length=4, shuffle=False, pad_id=PAD, eos_id=EOS
+        )

@@ -7,8 +7,9 @@ import keras
 import numpy as np
 import pytest
 
-from onestep_gan.rdf2text import training
-from onestep_gan.rdf2text.training import LabelSmoothedSparseCrossEntropy, RDF2TextConfig
+from onestep_gan.rdf2text import inference, mle, runs
+from onestep_gan.rdf2text.config import MLEConfig
+from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy
 from tests.conftest import fixture_2017_dir
 
 FIXTURE_2017 = fixture_2017_dir()
@@ -21,7 +22,7 @@ def tiny_config(**overrides):
         batch_size=4, epochs=1, decode_batch_size=4, beam_width=2, num_logged_samples=1,
     )
     settings.update(overrides)
-    return RDF2TextConfig.quick(**settings)
+    return MLEConfig.quick(**settings)
 
 
 def test_label_smoothed_loss_matches_hand_computed_value():
@@ -78,14 +79,14 @@ def test_loss_serialises_and_validates():
 
 
 def test_config_round_trip_and_validation(tmp_path):
-    config = RDF2TextConfig.quick(epochs=4)
+    config = MLEConfig.quick(epochs=4)
     config.save(tmp_path / "config.json")
-    assert RDF2TextConfig.load(tmp_path / "config.json") == config
-    assert config.epochs == 4 and config.max_train_entries == RDF2TextConfig.quick().max_train_entries
+    assert MLEConfig.load(tmp_path / "config.json") == config
+    assert config.epochs == 4 and config.max_train_entries == MLEConfig.quick().max_train_entries
     with pytest.raises(ValueError, match="decode_method"):
-        RDF2TextConfig(decode_method="sample")
+        MLEConfig(decode_method="sample")
     with pytest.raises(ValueError, match="Unknown"):
-        RDF2TextConfig.from_dict({"epochz": 3})
+        MLEConfig.from_dict({"epochz": 3})
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ def tiny_run(tmp_path_factory):
     keras.utils.set_random_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        results = training.train_and_evaluate(tiny_config(), FIXTURE_2017, run_dir)
+        results = mle.train_and_evaluate(tiny_config(), FIXTURE_2017, run_dir)
     return run_dir, results
 
 
@@ -114,19 +115,20 @@ def test_train_and_evaluate_writes_every_output(tiny_run):
     assert json.loads((run_dir / "test_scores.json").read_text()) == results["test"]
     timing = json.loads((run_dir / "timing.json").read_text())
     assert timing["epochs_trained"] == 1 and timing["train_examples"] == 3
-    assert RDF2TextConfig.load(run_dir / "config.json") == tiny_config()
+    assert MLEConfig.load(run_dir / "config.json") == tiny_config()
 
 
 def test_saved_run_reloads_and_generates(tiny_run):
     run_dir, _ = tiny_run
-    model, vocabulary, config = training.load_run(run_dir)
-    assert model.vocabulary_size == len(vocabulary)
+    model, preprocessor, config = runs.load_run(run_dir)
+    assert model.vocabulary_size == preprocessor.vocabulary_size
+    assert (preprocessor.max_source_length, preprocessor.max_target_length) == (32, 24)
     assert config == tiny_config()
-    texts = training.generate_texts(
-        model, vocabulary,
+    texts = inference.generate_texts(
+        model, preprocessor,
         [[("Alan_Bean", "birthPlace", "Wheeler,_Texas")], [("Aarhus_Airport", "cityServed", "Aarhus")]],
         method="greedy", batch_size=2,
     )
     assert len(texts) == 2 and all(isinstance(text, str) for text in texts)
     with pytest.raises(ValueError, match="empty"):
-        training.generate_texts(model, vocabulary, [[]])
+        inference.generate_texts(model, preprocessor, [[]])

@@ -1,26 +1,22 @@
-"""From WebNLG entries to batches: delexicalise, encode, and the `tf.data` input pipeline.
+"""The `tf.data` input pipelines: batches of `EncodedExample`s for training and decoding.
 
-- `encode_entries`: entries -> `EncodedExample`s. For training, one example per
-  (tripleset, reference text); for decoding, one per entry (no target).
-- `build_vocabulary`: the shared source/target vocabulary, from training examples only.
-- `make_training_dataset`: `(x, y)` batches for `model.fit`, with
-  `x = {"source": ids, "target": BOS + text}` and `y = text + EOS`, both padded with PAD (0),
+- `make_training_dataset`: `(x, y)` batches for the MLE `model.fit`, with
+  `x = {"source": ids, "target": BOS + text}` and `y = text + EOS`, both padded with PAD,
   bucketed by length so that a batch holds sequences of similar length (less padding),
   shuffled with a seed, prefetched.
+- `make_adversarial_dataset`: fixed-shape `(source_ids, text + EOS)` batches for the text GAN
+  (the layout of the sampler's output), repeated for `steps_per_epoch`.
 - `source_batches`: fixed-shape source batches for decoding, sorted by length, with the
   indices that put the outputs back in entry order.
 
-TensorFlow is used here only for `tf.data`, as DESIGN.md allows.
+Special ids (`pad_id`, `bos_id`, `eos_id`) come from the caller, normally
+`TextPreprocessor.special_ids`. TensorFlow is used here only for `tf.data`, as DESIGN.md allows.
 """
 
-import dataclasses
 import logging
 
 import numpy as np
 import tensorflow as tf
-
-from onestep_gan.rdf2text import preprocessing
-from onestep_gan.rdf2text.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -32,100 +28,16 @@ DEFAULT_BUCKET_BOUNDARIES = (16, 24, 32, 48)
 SOURCE_LENGTH_MULTIPLE = 16
 
 
-@dataclasses.dataclass(frozen=True)
-class EncodedExample:
-    """One encoded example.
-
-    Attributes:
-        entry_id: id of the WebNLG entry it comes from.
-        source_ids: delexicalised linearised triples, as ids (no BOS/EOS).
-        target_ids: delexicalised reference text, as ids without BOS/EOS; `None` when
-            encoded for decoding.
-        entity_map: placeholder -> entity, for `preprocessing.relexicalise`.
-    """
-
-    entry_id: str
-    source_ids: tuple
-    target_ids: tuple | None
-    entity_map: dict
-
-
-def delexicalise_entries(entries, one_per_reference=True):
-    """Entries -> list of `(entry, DelexicalisedExample)`.
-
-    With `one_per_reference`, one pair per reference text (training); otherwise one pair per
-    entry, without target tokens (decoding).
-    """
-    pairs = []
-    for entry in entries:
-        if one_per_reference:
-            pairs.extend((entry, preprocessing.delexicalise(entry.triples, text)) for text in entry.texts)
-        else:
-            pairs.append((entry, preprocessing.delexicalise(entry.triples)))
-    return pairs
-
-
-def build_vocabulary(delexicalised_pairs, min_count=1, max_size=None):
-    """Vocabulary over the source and target tokens of `(entry, DelexicalisedExample)` pairs.
-
-    Pass the training pairs only: dev/test words then encode as UNK, as they would for
-    any new input.
-    """
-    token_lists = []
-    for _, example in delexicalised_pairs:
-        token_lists.append(example.source_tokens)
-        if example.target_tokens is not None:
-            token_lists.append(example.target_tokens)
-    return Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
-
-
-def encode_pairs(delexicalised_pairs, vocabulary, max_source_length, max_target_length):
-    """`(entry, DelexicalisedExample)` pairs -> `EncodedExample`s.
-
-    Sources longer than `max_source_length` and targets longer than `max_target_length - 1`
-    (room for BOS/EOS) are truncated; the number truncated is logged.
-    """
-    if max_source_length < 1 or max_target_length < 2:
-        raise ValueError(
-            "Expected max_source_length >= 1 and max_target_length >= 2. Received: "
-            f"max_source_length={max_source_length}, max_target_length={max_target_length}"
-        )
-    examples, truncated = [], 0
-    for entry, delexicalised in delexicalised_pairs:
-        source_ids = vocabulary.encode(delexicalised.source_tokens)
-        target_ids = None
-        if delexicalised.target_tokens is not None:
-            target_ids = vocabulary.encode(delexicalised.target_tokens)
-            if len(target_ids) > max_target_length - 1:
-                target_ids = target_ids[: max_target_length - 1]
-                truncated += 1
-            target_ids = tuple(target_ids)
-        if len(source_ids) > max_source_length:
-            source_ids = source_ids[:max_source_length]
-            truncated += 1
-        examples.append(
-            EncodedExample(entry.entry_id, tuple(source_ids), target_ids, dict(delexicalised.entity_map))
-        )
-    if truncated:
-        logger.warning("Truncated %d of %d sequences to the maximum lengths.", truncated, len(examples))
-    return examples
-
-
-def encode_entries(entries, vocabulary, max_source_length, max_target_length, for_training=True):
-    """Entries -> `EncodedExample`s: one per reference if `for_training`, else one per entry."""
-    pairs = delexicalise_entries(entries, one_per_reference=for_training)
-    return encode_pairs(pairs, vocabulary, max_source_length, max_target_length)
-
-
 def make_training_dataset(
     examples,
     batch_size,
     shuffle=True,
     seed=0,
     bucket_boundaries=DEFAULT_BUCKET_BOUNDARIES,
-    pad_id=Vocabulary.PAD,
-    bos_id=Vocabulary.BOS,
-    eos_id=Vocabulary.EOS,
+    *,
+    pad_id,
+    bos_id,
+    eos_id,
 ):
     """`tf.data.Dataset` of `({"source": (b, s), "target": (b, t)}, labels (b, t))` int32.
 
@@ -171,6 +83,44 @@ def make_training_dataset(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
+def make_adversarial_dataset(
+    examples, batch_size, max_length, max_source_length, shuffle=True, seed=0, *, pad_id, eos_id
+):
+    """`(source_ids (b, max_source_length), text_ids (b, max_length))` int32 batches.
+
+    The text is the reference + EOS, padded with PAD to exactly `max_length`: the layout of
+    the sampler's output. Fixed shapes keep one compiled step; `drop_remainder` keeps the
+    batch size fixed (and splittable over replicas). With `shuffle`, the dataset repeats
+    forever (use `steps_per_epoch`). Examples whose text + EOS does not fit are skipped and
+    counted in the log; longer sources are cut to `max_source_length`.
+    """
+    kept = [e for e in examples if e.target_ids is not None and len(e.target_ids) + 1 <= max_length]
+    if len(kept) < len(examples):
+        logger.info("Adversarial data: skipped %d of %d texts longer than %d tokens.",
+                    len(examples) - len(kept), len(examples), max_length - 1)
+    if len(kept) < (1 if shuffle else batch_size):
+        raise ValueError(
+            f"Expected at least {1 if shuffle else batch_size} example(s) of at most {max_length - 1} "
+            f"tokens (batch_size={batch_size}, shuffle={shuffle}). Received: {len(kept)}"
+        )
+    sources = tf.ragged.constant(
+        [list(e.source_ids[:max_source_length]) for e in kept], dtype=tf.int32, ragged_rank=1
+    )
+    texts = tf.ragged.constant([[*e.target_ids, eos_id] for e in kept], dtype=tf.int32, ragged_rank=1)
+    dataset = tf.data.Dataset.from_tensor_slices((sources, texts))
+    if shuffle:
+        dataset = dataset.shuffle(len(kept), seed=seed, reshuffle_each_iteration=True).repeat()
+    # Rows of a ragged tensor come out as ragged specs; the identity map makes them dense.
+    dataset = dataset.map(lambda source, text: (source, text), deterministic=True)
+    dataset = dataset.padded_batch(
+        batch_size,
+        padded_shapes=([max_source_length], [max_length]),
+        padding_values=(pad_id, pad_id),
+        drop_remainder=True,
+    )
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
 def with_known_length(dataset):
     """Returns `(dataset, number of batches)`, the dataset annotated with that number.
 
@@ -182,7 +132,7 @@ def with_known_length(dataset):
     return dataset.apply(tf.data.experimental.assert_cardinality(num_batches)), num_batches
 
 
-def source_batches(examples, batch_size, pad_id=Vocabulary.PAD, length_multiple=SOURCE_LENGTH_MULTIPLE):
+def source_batches(examples, batch_size, pad_id, length_multiple=SOURCE_LENGTH_MULTIPLE):
     """Fixed-shape source batches for decoding, shortest sources first.
 
     Every batch is `(batch_size, L)` int32 with `L` a multiple of `length_multiple`; the last

@@ -1,0 +1,219 @@
+"""The settings of the two jobs, and one helper that exposes any of them as command-line flags.
+
+- `MLEConfig`: the main job (`mle.train_and_evaluate`), saved as `config.json`.
+- `AdversarialConfig`: the adversarial stage (`adversarial.train_adversarial`), saved as
+  `adversarial_config.json`.
+- `add_config_arguments` / `config_from_arguments`: every field of a config dataclass as a flag
+  (`--model-dim 256`, `--no-feedback-gradient`); unset flags keep the defaults (or `quick()`'s).
+"""
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import types
+
+from onestep_gan.rdf2text.datasets import DEFAULT_BUCKET_BOUNDARIES
+
+
+class _Serialisable:
+    """`to_dict` / `from_dict` / `save` / `load` for the config dataclasses."""
+
+    def to_dict(self):
+        return {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in dataclasses.asdict(self).items()
+        }
+
+    @classmethod
+    def from_dict(cls, config):
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(config) - known)
+        if unknown:
+            raise ValueError(
+                f"Unknown {cls.__name__} fields: {unknown}. Expected a subset of {sorted(known)}."
+            )
+        return cls(**config)
+
+    def save(self, path):
+        pathlib.Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path):
+        return cls.from_dict(json.loads(pathlib.Path(path).read_text(encoding="utf-8")))
+
+
+@dataclasses.dataclass
+class MLEConfig(_Serialisable):
+    """Every setting of the MLE job (`mle.train_and_evaluate`). `quick()` is a tiny variant
+    for smoke runs. Saved as `config.json` in the run folder."""
+
+    seed: int = 1234
+    # Data
+    max_train_entries: int | None = None  # a seeded random sample of train entries; None = all
+    max_eval_entries: int | None = None  # same, for each of dev and test
+    min_token_count: int = 2  # rarer train tokens become UNK, so the model sees UNK in training
+    max_source_length: int = 64  # longest WebNLG 2017 delexicalised source: 57 tokens
+    max_target_length: int = 72  # longest train text: 68 tokens, + BOS/EOS
+    bucket_boundaries: tuple = DEFAULT_BUCKET_BOUNDARIES
+    # Model
+    model_dim: int = 128
+    num_heads: int = 4
+    feedforward_dim: int = 512
+    num_encoder_layers: int = 2
+    num_decoder_layers: int = 2
+    dropout: float = 0.1
+    # Optimisation
+    batch_size: int = 64
+    epochs: int = 12
+    peak_learning_rate: float = 1e-3
+    warmup_steps: int = 300
+    final_learning_rate_fraction: float = 0.05
+    gradient_clip_norm: float = 1.0
+    label_smoothing: float = 0.1
+    early_stopping_patience: int = 3
+    # Decoding
+    decode_method: str = "beam"
+    beam_width: int = 4
+    length_penalty: float = 0.6
+    decode_batch_size: int = 32
+    num_logged_samples: int = 3
+    verbose: int | str = "auto"
+
+    def __post_init__(self):
+        if self.decode_method not in ("greedy", "beam"):
+            raise ValueError(
+                f"`decode_method` must be 'greedy' or 'beam'. Received: decode_method={self.decode_method!r}"
+            )
+        for name in ("batch_size", "epochs", "decode_batch_size", "beam_width", "model_dim"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
+        self.bucket_boundaries = tuple(int(boundary) for boundary in self.bucket_boundaries)
+
+    @classmethod
+    def quick(cls, **overrides):
+        """Tiny config: ~150 train entries (~400 examples), a 2-layer 64-wide model, 3 epochs,
+        40 dev and 40 test entries. Runs end to end in about a minute on 2 CPU cores."""
+        settings = dict(
+            max_train_entries=150,
+            max_eval_entries=40,
+            min_token_count=1,
+            model_dim=64,
+            num_heads=2,
+            feedforward_dim=128,
+            num_encoder_layers=1,
+            num_decoder_layers=1,
+            batch_size=16,
+            epochs=3,
+            warmup_steps=20,
+            beam_width=2,
+            decode_batch_size=20,
+            num_logged_samples=2,
+        )
+        settings.update(overrides)
+        return cls(**settings)
+
+
+@dataclasses.dataclass
+class AdversarialConfig(_Serialisable):
+    """Settings of the adversarial stage. `quick()` is a tiny variant for smoke runs.
+
+    Defaults are sized for 2 CPU cores, where one free-running sample of 48 tokens at
+    batch 32 costs seconds (see benchmarks/step_time.py); on a GPU raise the step counts.
+    """
+
+    seed: int = 1234
+    max_train_entries: int | None = None  # dev/test entries and decoding follow the MLE run
+    max_length: int = 48  # generated tokens (after BOS); longer real texts are skipped
+    batch_size: int = 32
+    # Discriminator
+    discriminator_dim: int = 128
+    discriminator_heads: int = 4
+    discriminator_feedforward_dim: int = 256
+    discriminator_layers: int = 2
+    discriminator_dropout: float = 0.1
+    pretrain_steps: int = 120
+    pretrain_learning_rate: float = 3e-4
+    held_out_batches: int = 8
+    # Adversarial fine-tuning
+    loss: str = "hinge"
+    # G's loss is adversarial_weight * L_G + mle_weight * MLE; D's loss is L_D whatever these are.
+    # (`adversarial_weight` is the engine's `lam`.)
+    adversarial_weight: float = 1.0
+    discriminator_learning_rate: float = 1e-4
+    generator_learning_rate_ratio: float = 0.2  # G:D learning rates (TTUR), holds under Adam
+    mle_weight: float = 1.0  # weight of the MLE term on G inside the single loss
+    label_smoothing: float = 0.1
+    adversarial_steps: int = 150
+    steps_per_epoch: int = 50  # checkpoint (and resume) granularity
+    inverse_temperature_start: float = 1.0
+    inverse_temperature_end: float = 5.0
+    feedback_gradient: bool = True  # TextSampler: backpropagate through fed-back tokens
+    max_loss: float = 1e4  # TerminateOnDivergence threshold on the single loss
+    gradient_clip_norm: float = 1.0
+
+    def __post_init__(self):
+        for name in ("max_length", "batch_size", "pretrain_steps", "adversarial_steps", "steps_per_epoch"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
+        if self.adversarial_weight < 0 or self.mle_weight < 0:
+            raise ValueError(
+                "`adversarial_weight` and `mle_weight` must be >= 0. Received: "
+                f"adversarial_weight={self.adversarial_weight}, mle_weight={self.mle_weight}"
+            )
+
+    @classmethod
+    def quick(cls, **overrides):
+        settings = dict(
+            max_train_entries=200, max_length=24, batch_size=8,
+            discriminator_dim=32, discriminator_feedforward_dim=64, discriminator_layers=1,
+            pretrain_steps=4, held_out_batches=2, adversarial_steps=4, steps_per_epoch=2,
+        )
+        settings.update(overrides)
+        return cls(**settings)
+
+
+def add_config_arguments(parser, config_class, skip=()):
+    """Adds one flag per field of the dataclass `config_class`: `--field-name VALUE`.
+
+    Ints, floats, strings and optional ints take a value (`none` for None), booleans get
+    `--name` / `--no-name`, tuples of ints take several values. Every flag defaults to
+    `argparse.SUPPRESS`, so an unset flag leaves the field at the config's default.
+    Fields in `skip` get no flag.
+    """
+    for field in dataclasses.fields(config_class):
+        if field.name in skip:
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        default = field.default
+        help_text = f"default: {default}"
+        kind = _field_kind(field.type)
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        elif kind is tuple:
+            parser.add_argument(flag, type=int, nargs="+", default=argparse.SUPPRESS, help=help_text)
+        elif kind is not None:
+            parser.add_argument(flag, type=kind, default=argparse.SUPPRESS, metavar=field.name.upper(), help=help_text)
+
+
+def config_from_arguments(config_class, args, quick=False):
+    """`config_class` (or `config_class.quick()`) with the fields set by `add_config_arguments` flags."""
+    base = config_class.quick() if quick else config_class()
+    names = {field.name for field in dataclasses.fields(config_class)}
+    overrides = {name: value for name, value in vars(args).items() if name in names}
+    if "bucket_boundaries" in overrides:
+        overrides["bucket_boundaries"] = tuple(overrides["bucket_boundaries"])
+    return dataclasses.replace(base, **overrides)
+
+
+def _optional_int(text):
+    return None if text.lower() == "none" else int(text)
+
+
+def _field_kind(annotation):
+    """The argparse type of a field's annotation, or None for fields left to code."""
+    if annotation in (int, float, str, bool, tuple):
+        return annotation
+    if isinstance(annotation, types.UnionType) and set(annotation.__args__) == {int, type(None)}:
+        return _optional_int
+    return None

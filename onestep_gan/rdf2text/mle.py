@@ -1,0 +1,317 @@
+"""The main job: MLE training of the RDF-to-text generator, checkpoint selection, decoding, scoring.
+
+`train_and_evaluate(config, data_dir, run_dir)` is the whole job:
+
+1. load WebNLG train/dev/test, build the `TextPreprocessor` (vocabulary from train only), encode;
+2. `model.compile` + `model.fit` on the bucketed `tf.data` pipeline with label-smoothed
+   cross-entropy that ignores PAD, Adam with linear warmup then cosine decay, and the
+   Keras callbacks `ModelCheckpoint(save_best_only=True)` on the dev loss, `BackupAndRestore`
+   (rerunning an interrupted run resumes at the epoch where it stopped), `TensorBoard`,
+   `EarlyStopping` and `SampleGenerationLogger` (a few dev generations per epoch);
+3. reload the best checkpoint, decode dev and test (beam search by default), relexicalise,
+   detokenise and score with `evaluation.write_report`.
+
+Files written to `run_dir`: see `runs.py`; `tensorboard/` too, and `backup/` only while
+training is unfinished.
+
+References:
+- Szegedy et al., 2016. Rethinking the Inception Architecture (label smoothing).
+- Vaswani et al., 2017. Attention Is All You Need (warmup; label smoothing 0.1).
+- Loshchilov & Hutter, 2017. SGDR (cosine decay).
+"""
+
+import importlib.util
+import json
+import logging
+import pathlib
+import time
+
+import keras
+import numpy as np
+from keras import ops
+
+from onestep_gan.rdf2text import datasets, evaluation, inference, runs
+from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from onestep_gan.rdf2text.transformer import TransformerGenerator
+
+logger = logging.getLogger(__name__)
+
+
+@keras.saving.register_keras_serializable(package="onestep_gan")
+class LabelSmoothedSparseCrossEntropy(keras.losses.Loss):
+    """Sparse categorical cross-entropy from logits, with label smoothing, ignoring one class.
+
+    Per token, with `p = softmax(logits)` over `K` classes and smoothing `eps`, the target
+    distribution is `(1 - eps) * onehot(y) + eps / K` (Keras' convention), so
+
+        loss = (1 - eps) * (-log p_y) + eps * mean_k(-log p_k).
+
+    Tokens whose label is `ignore_class` (PAD) contribute 0; with the default
+    `"sum_over_batch_size"` reduction the loss is the mean over the other tokens, with `"sum"`
+    their sum, with `"none"` the per-token losses (0 at ignored tokens).
+    `keras.losses.SparseCategoricalCrossentropy(ignore_class=...)` has no label smoothing.
+
+    Args:
+        label_smoothing: `eps` in [0, 1).
+        ignore_class: label id left out of the loss (PAD = 0), or None.
+        reduction, name, dtype: as `keras.losses.Loss`.
+
+    Call arguments:
+        y_true: int labels `(batch, length)`.
+        y_pred: logits `(batch, length, classes)`.
+    """
+
+    def __init__(
+        self,
+        label_smoothing=0.1,
+        ignore_class=0,
+        reduction="sum_over_batch_size",
+        name="label_smoothed_sparse_cross_entropy",
+        dtype=None,
+    ):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        if not 0.0 <= float(label_smoothing) < 1.0:
+            raise ValueError(
+                f"`label_smoothing` must be in [0, 1). Received: label_smoothing={label_smoothing}"
+            )
+        self.label_smoothing = float(label_smoothing)
+        self.ignore_class = None if ignore_class is None else int(ignore_class)
+
+    def call(self, y_true, y_pred):
+        labels = ops.cast(y_true, "int32")
+        log_probs = ops.log_softmax(ops.cast(y_pred, "float32"), axis=-1)  # (batch, length, classes)
+        # An ignored label may be any id; clip so that the gather stays in range.
+        safe_labels = ops.clip(labels, 0, ops.shape(log_probs)[-1] - 1)
+        negative_log_likelihood = -ops.squeeze(
+            ops.take_along_axis(log_probs, safe_labels[..., None], axis=-1), axis=-1
+        )  # (batch, length)
+        uniform_cross_entropy = -ops.mean(log_probs, axis=-1)  # (batch, length)
+        losses = (
+            (1.0 - self.label_smoothing) * negative_log_likelihood
+            + self.label_smoothing * uniform_cross_entropy
+        )
+        if self.ignore_class is None:
+            return losses
+        valid = ops.not_equal(labels, self.ignore_class)
+        losses = ops.where(valid, losses, 0.0)
+        if self.reduction == "sum_over_batch_size":
+            # That reduction divides by all `batch * length` tokens; rescale so that it divides
+            # by the non-ignored ones instead (what Keras' own `ignore_class` masking does).
+            num_tokens = ops.cast(ops.size(valid), losses.dtype)
+            num_valid = ops.maximum(ops.sum(ops.cast(valid, losses.dtype)), 1.0)
+            losses = losses * (num_tokens / num_valid)
+        return losses
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"label_smoothing": self.label_smoothing, "ignore_class": self.ignore_class})
+        return config
+
+
+def build_model(config, preprocessor):
+    """A `TransformerGenerator` with the sizes of `config` and the preprocessor's vocabulary."""
+    return TransformerGenerator(
+        vocabulary_size=preprocessor.vocabulary_size,
+        max_source_length=config.max_source_length,
+        max_target_length=config.max_target_length,
+        model_dim=config.model_dim,
+        num_heads=config.num_heads,
+        feedforward_dim=config.feedforward_dim,
+        num_encoder_layers=config.num_encoder_layers,
+        num_decoder_layers=config.num_decoder_layers,
+        dropout=config.dropout,
+        **preprocessor.special_ids,
+    )
+
+
+def make_optimizer(config, total_steps):
+    """Adam, linear warmup to `peak_learning_rate`, then cosine decay over the remaining steps."""
+    warmup_steps = min(config.warmup_steps, max(total_steps - 1, 0))
+    schedule = keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0,
+        decay_steps=max(total_steps - warmup_steps, 1),
+        alpha=config.final_learning_rate_fraction,
+        warmup_target=config.peak_learning_rate,
+        warmup_steps=warmup_steps,
+    )
+    return keras.optimizers.Adam(learning_rate=schedule, clipnorm=config.gradient_clip_norm)
+
+
+def compile_model(model, config, total_steps):
+    model.compile(
+        optimizer=make_optimizer(config, total_steps),
+        loss=LabelSmoothedSparseCrossEntropy(
+            label_smoothing=config.label_smoothing, ignore_class=model.pad_id
+        ),
+    )
+
+
+class SampleGenerationLogger(keras.callbacks.Callback):
+    """Logs greedy generations for a few fixed examples at the end of each epoch.
+
+    Args:
+        examples: `EncodedExample`s to decode (keep it to a handful).
+        entries: the matching WebNLG entries, whose first reference is logged alongside.
+        preprocessor: the `TextPreprocessor` that encoded them.
+    """
+
+    def __init__(self, examples, entries, preprocessor):
+        super().__init__()
+        self.examples = list(examples)
+        self.entries = list(entries)
+        self.preprocessor = preprocessor
+        self._generate_function = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.examples:
+            return
+        if self._generate_function is None:
+            self._generate_function = inference.make_generate_function(self.model, method="greedy")
+        texts = inference.decode_examples(
+            self._generate_function, self.examples, self.preprocessor, len(self.examples), progress=False
+        )
+        for entry, text in zip(self.entries, texts):
+            triples = " ; ".join(f"{t.subject} | {t.predicate} | {t.object}" for t in entry.triples)
+            logger.info("Epoch %d sample\n  triples:   %s\n  output:    %s\n  reference: %s",
+                        epoch + 1, triples, text, entry.texts[0])
+
+
+def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
+    """Trains on WebNLG train, selects the checkpoint by dev loss, decodes and scores dev and test.
+
+    Args:
+        config: an `MLEConfig`.
+        data_dir: the WebNLG folder (holding train/dev/test); None reads `$WEBNLG_DIR`.
+        run_dir: output folder, created if missing. Rerunning on the folder of an interrupted
+            run resumes training at the epoch where it stopped.
+
+    Returns:
+        `{"dev": scores, "test": scores, "timing": {...}, "run_dir": str}`, where scores are
+        `evaluation.evaluate_outputs` results.
+    """
+    start_time = time.perf_counter()
+    run_dir = pathlib.Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    keras.utils.set_random_seed(config.seed)
+    config.save(run_dir / runs.CONFIG_FILE)
+
+    # 1. Data: vocabulary from train only; one training example per reference text.
+    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed)
+    dev_entries = runs.load_split("dev", data_dir, config.max_eval_entries, config.seed)
+    test_entries = runs.load_split("test", data_dir, config.max_eval_entries, config.seed)
+    preprocessor = TextPreprocessor.build(
+        train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count
+    )
+    preprocessor.vocabulary.save(run_dir / runs.VOCABULARY_FILE)
+    train_examples = preprocessor.encode_entries(train_entries, for_training=True)
+    dev_loss_examples = preprocessor.encode_entries(dev_entries, for_training=True)
+    dev_examples = preprocessor.encode_entries(dev_entries, for_training=False)
+    test_examples = preprocessor.encode_entries(test_entries, for_training=False)
+    logger.info(
+        "Vocabulary: %d tokens; %d train and %d dev (loss) examples",
+        preprocessor.vocabulary_size, len(train_examples), len(dev_loss_examples),
+    )
+    train_dataset = datasets.make_training_dataset(
+        train_examples, config.batch_size, shuffle=True, seed=config.seed,
+        bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
+    )
+    dev_dataset = datasets.make_training_dataset(
+        dev_loss_examples, config.batch_size, shuffle=False, bucket_boundaries=config.bucket_boundaries,
+        **preprocessor.special_ids,
+    )
+    train_dataset, steps_per_epoch = datasets.with_known_length(train_dataset)
+    dev_dataset, _ = datasets.with_known_length(dev_dataset)
+    data_seconds = time.perf_counter() - start_time
+
+    # 2. MLE training with plain compile + fit.
+    model = build_model(config, preprocessor)
+    model.build()
+    compile_model(model, config, total_steps=steps_per_epoch * config.epochs)
+    logger.info("Model: %s parameters, %d steps per epoch", f"{model.count_params():,}", steps_per_epoch)
+    callbacks = [
+        keras.callbacks.BackupAndRestore(backup_dir=str(run_dir / runs.BACKUP_DIR)),
+        keras.callbacks.ModelCheckpoint(
+            str(run_dir / runs.MODEL_FILE), monitor="val_loss", save_best_only=True, verbose=1
+        ),
+        keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.early_stopping_patience),
+        SampleGenerationLogger(
+            dev_examples[: config.num_logged_samples], dev_entries[: config.num_logged_samples], preprocessor
+        ),
+    ]
+    if importlib.util.find_spec("tensorboard") is not None:
+        callbacks.append(
+            keras.callbacks.TensorBoard(log_dir=str(run_dir / "tensorboard"), write_graph=False)
+        )
+    else:
+        logger.warning("TensorBoard is not installed (pip install tensorboard): no TensorBoard logs.")
+    train_start = time.perf_counter()
+    history = model.fit(
+        train_dataset,
+        validation_data=dev_dataset,
+        epochs=config.epochs,
+        callbacks=callbacks,
+        shuffle=False,  # the dataset shuffles itself (seeded)
+        verbose=config.verbose,
+    )
+    train_seconds = time.perf_counter() - train_start
+    epochs_trained = len(history.history.get("loss", []))
+
+    # 3. Decode dev and test with the best checkpoint; score.
+    best_model = runs.load_model_file(run_dir / runs.MODEL_FILE)
+    generate_function = inference.make_generate_function(
+        best_model,
+        method=config.decode_method,
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
+    )
+    results, decode_seconds = {}, {}
+    for name, entries, examples in (("dev", dev_entries, dev_examples), ("test", test_entries, test_examples)):
+        logger.info("Decoding %d %s entries (%s)", len(examples), name, config.decode_method)
+        decode_start = time.perf_counter()
+        hypotheses = inference.decode_examples(generate_function, examples, preprocessor, config.decode_batch_size)
+        decode_seconds[name] = time.perf_counter() - decode_start
+        results[name] = evaluation.write_report(run_dir, hypotheses, entries, name=name)
+        logger.info("%s scores:\n%s", name, evaluation.format_markdown_table(results[name]))
+
+    decoded = len(dev_examples) + len(test_examples)
+    timing = {
+        "data_seconds": data_seconds,
+        "train_seconds": train_seconds,
+        "epochs_trained": epochs_trained,
+        "steps_per_epoch": steps_per_epoch,
+        "train_examples": len(train_examples),
+        "train_examples_per_second": len(train_examples) * epochs_trained / max(train_seconds, 1e-9),
+        "decode_seconds": decode_seconds,
+        "decode_sentences_per_second": decoded / max(sum(decode_seconds.values()), 1e-9),
+        "total_seconds": time.perf_counter() - start_time,
+        "best_val_loss": float(np.min(history.history["val_loss"])) if history.history.get("val_loss") else None,
+    }
+    (run_dir / runs.TIMING_FILE).write_text(json.dumps(timing, indent=2) + "\n", encoding="utf-8")
+    _write_summary(run_dir, config, results, timing)
+    logger.info("Done in %.1f min; outputs in %s", timing["total_seconds"] / 60, run_dir)
+    return {**results, "timing": timing, "run_dir": str(run_dir)}
+
+
+def _write_summary(run_dir, config, results, timing):
+    lines = [
+        "# WebNLG RDF-to-text (MLE)",
+        "",
+        f"Model {config.model_dim}d, {config.num_encoder_layers}+{config.num_decoder_layers} layers; "
+        f"{timing['epochs_trained']} epochs; decoding: {config.decode_method}"
+        + (f" (beam {config.beam_width})" if config.decode_method == "beam" else ""),
+        "",
+    ]
+    for name in ("dev", "test"):
+        lines += [f"## {name}", "", evaluation.format_markdown_table(results[name])]
+    decode_minutes = sum(timing["decode_seconds"].values()) / 60
+    lines += [
+        "## Timing",
+        "",
+        f"- data preparation: {timing['data_seconds'] / 60:.1f} min",
+        f"- training: {timing['train_seconds'] / 60:.1f} min "
+        f"({timing['train_examples_per_second']:.0f} examples/s)",
+        f"- decoding: {decode_minutes:.1f} min ({timing['decode_sentences_per_second']:.1f} sentences/s)",
+        f"- total: {timing['total_seconds'] / 60:.1f} min",
+        "",
+    ]
+    (run_dir / runs.SUMMARY_FILE).write_text("\n".join(lines), encoding="utf-8")

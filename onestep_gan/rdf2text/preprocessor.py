@@ -1,0 +1,143 @@
+"""`TextPreprocessor`: WebNLG entries to model ids and model ids back to text.
+
+The one place where text meets ids, both ways:
+
+    entries --delexicalise--> tokens --vocabulary--> EncodedExample (ids, entity map)
+    output ids --vocabulary--> tokens --relexicalise, detokenise--> text
+
+It owns the vocabulary, the length limits and the special token ids (from `Vocabulary`:
+PAD=0, UNK=1, BOS=2, EOS=3); the models, datasets and decoders take their ids from it
+(`preprocessor.special_ids`) rather than from defaults of their own.
+"""
+
+import dataclasses
+import logging
+
+from onestep_gan.rdf2text import preprocessing
+from onestep_gan.rdf2text.vocabulary import Vocabulary
+from onestep_gan.rdf2text.webnlg import Triple, WebNLGEntry
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class EncodedExample:
+    """One encoded example.
+
+    Attributes:
+        entry_id: id of the WebNLG entry it comes from.
+        source_ids: delexicalised linearised triples, as ids (no BOS/EOS).
+        target_ids: delexicalised reference text, as ids without BOS/EOS; `None` when
+            encoded for decoding.
+        entity_map: placeholder -> entity, for `preprocessing.relexicalise`.
+    """
+
+    entry_id: str
+    source_ids: tuple
+    target_ids: tuple | None
+    entity_map: dict
+
+
+class TextPreprocessor:
+    """Encodes WebNLG entries for the models and decodes their outputs to text.
+
+    Args:
+        vocabulary: the `Vocabulary` shared by source and target.
+        max_source_length: longer sources are truncated (the count is logged).
+        max_target_length: decoder length, BOS/EOS included: texts longer than
+            `max_target_length - 1` tokens are truncated.
+
+    Example:
+    >>> preprocessor = TextPreprocessor.build(train_entries, 64, 72, min_count=2)
+    >>> examples = preprocessor.encode_entries(dev_entries, for_training=False)
+    >>> text = preprocessor.decode(output_ids, examples[0].entity_map)
+    """
+
+    def __init__(self, vocabulary, max_source_length, max_target_length):
+        if int(max_source_length) < 1 or int(max_target_length) < 2:
+            raise ValueError(
+                "Expected max_source_length >= 1 and max_target_length >= 2. Received: "
+                f"max_source_length={max_source_length}, max_target_length={max_target_length}"
+            )
+        self.vocabulary = vocabulary
+        self.max_source_length = int(max_source_length)
+        self.max_target_length = int(max_target_length)
+
+    @classmethod
+    def build(cls, train_entries, max_source_length, max_target_length, min_count=1, max_size=None):
+        """A preprocessor whose vocabulary holds the source and target tokens of `train_entries`
+        (one text per reference). Build it from train only: dev/test words then encode as UNK,
+        as they would for any new input."""
+        token_lists = []
+        for _, example in _delexicalise(train_entries, for_training=True):
+            token_lists.append(example.source_tokens)
+            token_lists.append(example.target_tokens)
+        vocabulary = Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
+        return cls(vocabulary, max_source_length, max_target_length)
+
+    pad_id, unk_id, bos_id, eos_id = Vocabulary.PAD, Vocabulary.UNK, Vocabulary.BOS, Vocabulary.EOS
+
+    @property
+    def special_ids(self):
+        """`{"pad_id", "bos_id", "eos_id"}`, the keyword arguments of the models and decoders."""
+        return {"pad_id": self.pad_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def encode_entries(self, entries, for_training):
+        """Entries -> `EncodedExample`s: one per reference text if `for_training`, else one per
+        entry without target."""
+        return self._encode(_delexicalise(entries, for_training))
+
+    def encode_triples(self, triple_sets):
+        """Sets of triples (`Triple`s or `(subject, predicate, object)` tuples, WebNLG spelling)
+        -> one `EncodedExample` per set, for decoding."""
+        entries = []
+        for index, triples in enumerate(triple_sets):
+            triples = tuple(triple if isinstance(triple, Triple) else Triple(*triple) for triple in triples)
+            if not triples:
+                raise ValueError(
+                    f"Expected at least one triple per set. Received: an empty set at index {index}."
+                )
+            entries.append(WebNLGEntry(f"input/{index}", "", len(triples), triples, ()))
+        return self.encode_entries(entries, for_training=False)
+
+    def decode(self, ids, entity_map):
+        """Output ids (after BOS; stops at EOS) -> relexicalised, detokenised text."""
+        tokens = self.vocabulary.decode(ids)
+        return preprocessing.detokenize(preprocessing.relexicalise(tokens, entity_map))
+
+    def _encode(self, delexicalised_pairs):
+        examples, truncated = [], 0
+        for entry, delexicalised in delexicalised_pairs:
+            source_ids = self.vocabulary.encode(delexicalised.source_tokens)
+            target_ids = None
+            if delexicalised.target_tokens is not None:
+                target_ids = self.vocabulary.encode(delexicalised.target_tokens)
+                if len(target_ids) > self.max_target_length - 1:  # room for BOS / EOS
+                    target_ids = target_ids[: self.max_target_length - 1]
+                    truncated += 1
+                target_ids = tuple(target_ids)
+            if len(source_ids) > self.max_source_length:
+                source_ids = source_ids[: self.max_source_length]
+                truncated += 1
+            examples.append(
+                EncodedExample(entry.entry_id, tuple(source_ids), target_ids, dict(delexicalised.entity_map))
+            )
+        if truncated:
+            logger.warning("Truncated %d of %d sequences to the maximum lengths.", truncated, len(examples))
+        return examples
+
+
+def _delexicalise(entries, for_training):
+    """Entries -> `(entry, DelexicalisedExample)` pairs: one per reference text for training,
+    else one per entry without target tokens."""
+    pairs = []
+    for entry in entries:
+        if for_training:
+            pairs.extend((entry, preprocessing.delexicalise(entry.triples, text)) for text in entry.texts)
+        else:
+            pairs.append((entry, preprocessing.delexicalise(entry.triples)))
+    return pairs

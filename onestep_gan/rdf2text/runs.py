@@ -1,0 +1,99 @@
+"""The run-folder contract: what each job writes, and loading it back.
+
+An MLE run folder (`mle.train_and_evaluate`) holds
+
+    config.json        MLEConfig (sizes, lengths, decoding settings)
+    vocabulary.json    the Vocabulary (special ids 0-3, then train tokens)
+    model.keras        the TransformerGenerator with the best dev loss
+    {dev,test}_hypotheses.txt, {dev,test}_scores.{json,md}, timing.json, summary.md
+
+An adversarial run folder (`adversarial.train_adversarial`) holds the same `config.json` and
+`vocabulary.json` (copied from its MLE run, so it decodes the same way), `generator.keras` and
+`discriminator.keras`, `adversarial_config.json` and its own scores. `load_run` reads either kind,
+so `generate` and `evaluate` work on both.
+
+`load_split` is the one way the jobs read WebNLG splits (with the seeded sampling of
+`max_train_entries` / `max_eval_entries`), so an adversarial run decodes exactly the dev and
+test entries of its MLE run.
+"""
+
+import logging
+import pathlib
+import random
+
+import keras
+
+from onestep_gan.rdf2text import webnlg
+from onestep_gan.rdf2text.config import MLEConfig
+from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from onestep_gan.rdf2text.vocabulary import Vocabulary
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+VOCABULARY_FILE = "vocabulary.json"
+MODEL_FILE = "model.keras"
+TIMING_FILE = "timing.json"
+SUMMARY_FILE = "summary.md"
+GENERATOR_FILE = "generator.keras"
+DISCRIMINATOR_FILE = "discriminator.keras"
+ADVERSARIAL_CONFIG_FILE = "adversarial_config.json"
+BACKUP_DIR = "backup"
+
+
+def sample_entries(entries, limit, seed):
+    """A seeded random sample of `limit` entries, in their original order (all if None)."""
+    if limit is None or limit >= len(entries):
+        return list(entries)
+    chosen = sorted(random.Random(seed).sample(range(len(entries)), limit))
+    return [entries[index] for index in chosen]
+
+
+def load_split(split, data_dir=None, limit=None, seed=0):
+    """WebNLG `split` entries (`webnlg.load_webnlg`), sampled by `sample_entries`."""
+    entries = sample_entries(webnlg.load_webnlg(split, data_dir), limit, seed)
+    logger.info("Loaded %d %s entries", len(entries), split)
+    return entries
+
+
+def preprocessor_for(config, vocabulary):
+    """The `TextPreprocessor` of a run: its vocabulary and its config's length limits."""
+    return TextPreprocessor(vocabulary, config.max_source_length, config.max_target_length)
+
+
+def load_model_file(path):
+    """A saved text model (`TransformerGenerator` or `TextDiscriminator`), without its optimizer.
+
+    Importing `onestep_gan.rdf2text` registers the text models with Keras; this function is
+    what to call (or import that package before `keras.saving.load_model`).
+    """
+    path = pathlib.Path(path)
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except ValueError as error:
+        if "discriminator" in path.name and "could not be loaded" in str(error).lower():
+            raise ValueError(
+                f"{path}: this discriminator was saved before TextDiscriminator shared the "
+                "generator's TransformerBackbone (onestep_gan 0.1); its weights no longer fit. "
+                "Rerun the adversarial stage into a new run folder."
+            ) from None
+        raise
+
+
+def load_run(run_dir):
+    """`(generator, preprocessor, config)` of a finished MLE or adversarial run folder.
+
+    The generator is `model.keras` (an MLE run) or else `generator.keras` (an adversarial run).
+    """
+    run_dir = pathlib.Path(run_dir)
+    model_file = MODEL_FILE if (run_dir / MODEL_FILE).is_file() else GENERATOR_FILE
+    missing = [name for name in (CONFIG_FILE, VOCABULARY_FILE, model_file) if not (run_dir / name).is_file()]
+    if missing:
+        raise ValueError(
+            f"Run directory {run_dir} lacks {missing}: expected the outputs of the MLE job "
+            f"({MODEL_FILE}) or of the adversarial stage ({GENERATOR_FILE})."
+        )
+    config = MLEConfig.load(run_dir / CONFIG_FILE)
+    preprocessor = preprocessor_for(config, Vocabulary.load(run_dir / VOCABULARY_FILE))
+    model = load_model_file(run_dir / model_file)
+    return model, preprocessor, config

@@ -1,0 +1,46 @@
+"""Shared layers: a causal decoder block ignores later tokens, a bidirectional one does not;
+a bidirectional block has no decode step; configs round-trip."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from onestep_gan.rdf2text.layers import TransformerDecoderBlock
+
+
+def test_causal_block_ignores_later_tokens():
+    block = TransformerDecoderBlock(8, 2, 16)
+    block.build((None, None, 8), (None, None, 8))
+    inputs = keras.random.normal((1, 4, 8), seed=1)
+    memory = keras.random.normal((1, 3, 8), seed=2)
+    changed = ops.concatenate([inputs[:, :3], keras.random.normal((1, 1, 8), seed=3)], axis=1)
+    first = ops.convert_to_numpy(block(inputs, memory))
+    second = ops.convert_to_numpy(block(changed, memory))
+    np.testing.assert_allclose(first[:, :3], second[:, :3], atol=1e-6)
+    assert np.abs(first[:, 3] - second[:, 3]).max() > 1e-3
+
+
+def test_text_block_is_bidirectional():
+    """A later token changes earlier positions' states (a causal block would not)."""
+    block = TransformerDecoderBlock(8, 2, 16, causal=False)
+    block.build((None, None, 8), (None, None, 8))
+    inputs = keras.random.normal((1, 4, 8), seed=1)
+    memory = keras.random.normal((1, 3, 8), seed=2)
+    # A new last token (not a constant shift, which the pre-LayerNorm would remove).
+    changed = ops.concatenate([inputs[:, :3], keras.random.normal((1, 1, 8), seed=3)], axis=1)
+    first = ops.convert_to_numpy(block(inputs, memory))
+    second = ops.convert_to_numpy(block(changed, memory))
+    assert np.abs(first[:, 0] - second[:, 0]).max() > 1e-3
+
+
+def test_bidirectional_block_has_no_decode_step_and_causal_round_trips():
+    block = TransformerDecoderBlock(8, 2, 16, causal=False)
+    with pytest.raises(ValueError, match="causal"):
+        block.decode_step(None, 0, {})
+    config = block.get_config()
+    assert config["causal"] is False
+    assert TransformerDecoderBlock.from_config(config).causal is False
+    assert TransformerDecoderBlock(8, 2, 16).get_config()["causal"] is True
+    with pytest.raises(ValueError, match="causal=1"):
+        TransformerDecoderBlock(8, 2, 16, causal=1)
