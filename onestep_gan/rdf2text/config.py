@@ -63,6 +63,7 @@ class MLEConfig(_Serialisable):
     num_encoder_layers: int = 2
     num_decoder_layers: int = 2
     dropout: float = 0.1
+    copy_placeholders: bool = True  # placeholder logits point into the source (TransformerGenerator)
     # Optimisation
     batch_size: int = 64
     epochs: int = 12

@@ -64,7 +64,7 @@ def generate(
     batch_size = int(ops.shape(source_ids)[0])
     if use_cache:
         memory, source_mask = model.encode(source_ids, training=False)
-        state = model.init_cache(memory, source_mask, max_length)
+        state = model.init_cache(memory, source_mask, max_length, source_ids=source_ids)
 
         def step_fn(tokens, step, state):
             return model.decode_step(tokens, step, state, training=False)

@@ -86,6 +86,14 @@ class TextPreprocessor:
     def vocabulary_size(self):
         return len(self.vocabulary)
 
+    @property
+    def placeholder_ids(self):
+        """Ids of the entity placeholders (`ENT_1`, ...) in the vocabulary, in id order: the
+        tokens a copying `TransformerGenerator` points to in the source."""
+        return tuple(
+            index for index, token in enumerate(self.vocabulary.tokens) if preprocessing.is_placeholder(token)
+        )
+
     def encode_entries(self, entries, for_training):
         """Entries -> `EncodedExample`s: one per reference text if `for_training`, else one per
         entry without target."""

@@ -355,13 +355,13 @@ class TextSampler(keras.Model):
             dtype=memory.dtype,
         )  # (max_length, batch, vocab)
         if self.feedback_gradient:
-            return self._free_run(memory, source_mask, noise, beta, training)
+            return self._free_run(memory, source_mask, source_ids, noise, beta, training)
         # The loop only picks the tokens; its ops carry no gradient, so backpropagation
         # does not go through it (no per-step intermediates are kept either).
         texts = ops.stop_gradient(
-            self._free_run(ops.stop_gradient(memory), source_mask, noise, beta, training)
+            self._free_run(ops.stop_gradient(memory), source_mask, source_ids, noise, beta, training)
         )
-        return self._rescore(texts, memory, source_mask, noise, beta, training)
+        return self._rescore(texts, memory, source_mask, source_ids, noise, beta, training)
 
     def _pad_one_hot(self, dtype):
         one_hot = ops.one_hot(
@@ -369,13 +369,13 @@ class TextSampler(keras.Model):
         )
         return ops.cast(one_hot, dtype)  # (1, vocab)
 
-    def _free_run(self, memory, source_mask, noise, beta, training):
+    def _free_run(self, memory, source_mask, source_ids, noise, beta, training):
         """The autoregressive loop: `(batch, max_length, vocab)` straight-through one-hots."""
         generator = self.generator
         vocabulary_size = generator.vocabulary_size
         max_length = self.max_length
         batch_size = ops.shape(memory)[0]
-        cache = generator.init_cache(memory, source_mask, max_length)
+        cache = generator.init_cache(memory, source_mask, max_length, source_ids=source_ids)
         pad_one_hot = self._pad_one_hot(memory.dtype)
 
         step = ops.convert_to_tensor(0, dtype="int32")
@@ -412,7 +412,7 @@ class TextSampler(keras.Model):
         texts = ops.where(unwritten[:, None, None], pad_one_hot[None], texts)
         return ops.transpose(texts, (1, 0, 2))
 
-    def _rescore(self, texts, memory, source_mask, noise, beta, training):
+    def _rescore(self, texts, memory, source_mask, source_ids, noise, beta, training):
         """Gradients for sampled `texts` from one teacher-forced pass over their own prefix.
 
         The forward value stays `texts` exactly (`hard + (soft - stop_gradient(soft))`);
@@ -425,7 +425,7 @@ class TextSampler(keras.Model):
         ids = ops.cast(ops.argmax(texts, axis=-1), "int32")  # (batch, max_length)
         bos = ops.full((ops.shape(ids)[0], 1), generator.bos_id, "int32")
         prefix = ops.concatenate([bos, ids[:, :-1]], axis=1)
-        logits = generator.decode(prefix, memory, source_mask, training=training)
+        logits = generator.decode(prefix, memory, source_mask, training=training, source_ids=source_ids)
         scores = beta * (ops.cast(logits, noise.dtype) + ops.transpose(noise, (1, 0, 2)))
         soft = ops.softmax(scores, axis=-1)
         samples = texts + (soft - ops.stop_gradient(soft))

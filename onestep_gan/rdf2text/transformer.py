@@ -10,6 +10,15 @@ Two features serve the GAN trainer:
   distributions over the vocabulary; a distribution is embedded as `probs @ E`, which is
   exactly the id embedding for a one-hot, and lets gradients flow back through
   straight-through Gumbel-softmax samples (Jang et al., 2017).
+- Placeholder copying (`placeholder_ids`). Entities reach the text as delexicalised
+  placeholders (`ENT_1`, ...). With tied embeddings alone, a placeholder's logit comes from
+  its one embedding, which says nothing about which triple it fills in this input; the model
+  must learn the binding through attention, and small models bind values to the wrong triple.
+  With `placeholder_ids`, the logit of each placeholder is a pointer over the source
+  (Vinyals et al., 2015; See et al., 2017): `gate(h) + log sum_j softmax_j(q(h) . k(m_j))` over
+  the source positions j holding that placeholder, where `m_j` is the encoder state there (which
+  has read the predicate next to it). Placeholders absent from the source get no probability,
+  so the model cannot invent one. The other logits are unchanged.
 - A fixed-shape cache. `init_cache` preallocates self-attention keys/values of shape
   `(batch, max_length, heads, head_dim)` and computes the cross-attention keys/values
   once; `decode_step` writes position `step` with a position-mask select (differentiable,
@@ -19,12 +28,20 @@ Two features serve the GAN trainer:
 References:
 - Vaswani et al., 2017. Attention Is All You Need.
 - Press & Wolf, 2017. Using the Output Embedding to Improve Language Models.
+- Vinyals, Fortunato & Jaitly, 2015. Pointer Networks.
+- See, Liu & Manning, 2017. Get To The Point: Summarization with Pointer-Generator Networks.
 """
+
+import math
+
 
 import keras
 from keras import ops
 
 from onestep_gan.rdf2text.backbone import TransformerBackbone
+
+# Added to the copy scores of source positions that hold no placeholder (exp() underflows to 0).
+_MASK_VALUE = -1e9
 
 
 @keras.saving.register_keras_serializable(package="onestep_gan")
@@ -43,6 +60,9 @@ class TransformerGenerator(TransformerBackbone):
         dropout: dropout rate in [0, 1).
         pad_id, bos_id, eos_id: special token ids (a `TextPreprocessor` has them:
             `**preprocessor.special_ids`).
+        placeholder_ids: ids of the entity placeholders to copy from the source by pointer
+            (`preprocessor.placeholder_ids`); empty (the default) gives a plain tied-softmax
+            decoder. With copying, `decode` and `init_cache` need the `source_ids`.
 
     Call arguments:
         inputs: dict with `"source"`, int `(batch, source_len)`, and `"target"`, the decoder
@@ -74,6 +94,7 @@ class TransformerGenerator(TransformerBackbone):
         pad_id=0,
         bos_id=2,
         eos_id=3,
+        placeholder_ids=(),
         **kwargs,
     ):
         super().__init__(
@@ -94,34 +115,92 @@ class TransformerGenerator(TransformerBackbone):
             self._check_token_id(name, value, vocabulary_size)
         self.bos_id = int(bos_id)
         self.eos_id = int(eos_id)
+        placeholder_ids = tuple(int(index) for index in placeholder_ids)
+        for index in placeholder_ids:
+            self._check_token_id("placeholder_ids", index, vocabulary_size)
+        special = {self.pad_id, self.bos_id, self.eos_id} & set(placeholder_ids)
+        if special or len(set(placeholder_ids)) != len(placeholder_ids):
+            raise ValueError(
+                "`placeholder_ids` must be distinct and exclude the PAD, BOS and EOS ids. "
+                f"Received: placeholder_ids={list(placeholder_ids)}"
+            )
+        self.placeholder_ids = placeholder_ids
+        if self.placeholder_ids:
+            # Constructed after the backbone, so the backbone's seeded initialisation is the
+            # same with and without copying.
+            self.copy_query = keras.layers.Dense(self.model_dim, use_bias=False, name="copy_query")
+            self.copy_key = keras.layers.Dense(self.model_dim, use_bias=False, name="copy_key")
+            self.copy_gate = keras.layers.Dense(1, name="copy_gate")
 
     def build_head(self):
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocabulary_size,), initializer="zeros"
         )
+        if self.placeholder_ids:
+            hidden_shape = (None, None, self.model_dim)
+            for layer in (self.copy_query, self.copy_key, self.copy_gate):
+                layer.build(hidden_shape)
 
-    def _project_to_vocabulary(self, hidden):
-        return ops.matmul(hidden, ops.transpose(self.embedding_matrix)) + self.output_bias
+    def _check_copy_inputs(self, source_ids):
+        if self.placeholder_ids and source_ids is None:
+            raise ValueError(
+                "This generator copies placeholders from the source (placeholder_ids="
+                f"{list(self.placeholder_ids)[:4]}...): pass `source_ids` to `decode` and `init_cache`."
+            )
 
-    def decode(self, target, memory, source_mask, training=False):
+    def _project_to_vocabulary(self, hidden, copy_keys=None, source_ids=None):
+        """Logits `(batch, t, vocab)`; with copying, placeholders' logits point into the source."""
+        logits = ops.matmul(hidden, ops.transpose(self.embedding_matrix)) + self.output_bias
+        if not self.placeholder_ids:
+            return logits
+        placeholder_ids = ops.convert_to_tensor(self.placeholder_ids, dtype="int32")
+        slots = ops.equal(ops.cast(source_ids, "int32")[:, :, None], placeholder_ids)  # (b, s, P)
+        scores = ops.einsum("btd,bsd->bts", self.copy_query(hidden), copy_keys)
+        scores = scores * ops.cast(1.0 / math.sqrt(self.model_dim), scores.dtype)
+        holds_placeholder = ops.any(slots, axis=-1)[:, None, :]  # (b, 1, s)
+        scores = ops.where(holds_placeholder, scores, ops.cast(_MASK_VALUE, scores.dtype))
+        pointer = ops.log_softmax(scores, axis=-1)  # (b, t, s), over placeholder positions
+        slot_bias = ops.where(slots, 0.0, _MASK_VALUE)[:, None, :, :]  # (b, 1, s, P)
+        per_placeholder = ops.logsumexp(pointer[..., None] + ops.cast(slot_bias, pointer.dtype), axis=2)
+        copy_logits = self.copy_gate(hidden) + per_placeholder  # (b, t, P)
+        # Scatter the P copy logits into the vocabulary axis: slot index per vocabulary id
+        # (P, a zero column, for the other ids), then a select.
+        num_placeholders = len(self.placeholder_ids)
+        slot_of_id = [num_placeholders] * self.vocabulary_size
+        for slot, index in enumerate(self.placeholder_ids):
+            slot_of_id[index] = slot
+        extended = ops.concatenate([copy_logits, ops.zeros_like(copy_logits[..., :1])], axis=-1)
+        copied = ops.take(extended, ops.convert_to_tensor(slot_of_id, dtype="int32"), axis=-1)
+        is_placeholder = ops.convert_to_tensor(
+            [slot < num_placeholders for slot in slot_of_id], dtype="bool"
+        )
+        return ops.where(is_placeholder, ops.cast(copied, logits.dtype), logits)
+
+    def decode(self, target, memory, source_mask, training=False, source_ids=None):
         """Teacher-forced decoder: target ids or distributions -> logits `(b, t, vocab)`."""
+        self._check_copy_inputs(source_ids)
         hidden, _ = self.read_text(target, memory, source_mask, training=training)
-        return self._project_to_vocabulary(hidden)
+        copy_keys = self.copy_key(memory) if self.placeholder_ids else None
+        return self._project_to_vocabulary(hidden, copy_keys, source_ids)
 
     def call(self, inputs, training=False):
         memory, source_mask = self.encode(inputs["source"], training=training)
-        return self.decode(inputs["target"], memory, source_mask, training=training)
+        return self.decode(
+            inputs["target"], memory, source_mask, training=training, source_ids=inputs["source"]
+        )
 
-    def init_cache(self, memory, source_mask, max_length):
+    def init_cache(self, memory, source_mask, max_length, source_ids=None):
         """Fixed-shape decode cache for `memory (batch, source_len, model_dim)`.
 
         Returns a dict: `"source_mask"` (batch, source_len) bool and `"layers"`, a list with
         one dict per decoder block holding `self_attention_keys`/`self_attention_values`
         (zeros, `(batch, max_length, heads, head_dim)`) and `cross_attention_keys`/
         `cross_attention_values` (`(batch, source_len, heads, head_dim)`, computed here once).
+        With copying it also holds `"source_ids"` and the pointer keys `"copy_keys"`.
         Every tensor has the batch as its leading axis, so beam search can reorder it.
         """
         self._ensure_built()
+        self._check_copy_inputs(source_ids)
         max_length = int(max_length)
         if not 1 <= max_length <= self.max_target_length:
             raise ValueError(
@@ -142,7 +221,11 @@ class TransformerGenerator(TransformerBackbone):
                     "cross_attention_values": cross_values,
                 }
             )
-        return {"source_mask": source_mask, "layers": layers}
+        cache = {"source_mask": source_mask, "layers": layers}
+        if self.placeholder_ids:
+            cache["source_ids"] = ops.cast(source_ids, "int32")
+            cache["copy_keys"] = self.copy_key(memory)
+        return cache
 
     def decode_step(self, token, step, cache, training=False):
         """Logits for position `step` given the token at `step`.
@@ -161,8 +244,10 @@ class TransformerGenerator(TransformerBackbone):
                 hidden, step, layer_cache, cache["source_mask"], training=training
             )
             new_layers.append(layer_cache)
-        logits = self._project_to_vocabulary(self.decoder_norm(hidden))[:, 0, :]
-        return logits, {"source_mask": cache["source_mask"], "layers": new_layers}
+        logits = self._project_to_vocabulary(
+            self.decoder_norm(hidden), cache.get("copy_keys"), cache.get("source_ids")
+        )[:, 0, :]
+        return logits, dict(cache, layers=new_layers)
 
     def get_config(self):
         config = super().get_config()
@@ -173,6 +258,7 @@ class TransformerGenerator(TransformerBackbone):
                 "num_decoder_layers": self.num_decoder_layers,
                 "bos_id": self.bos_id,
                 "eos_id": self.eos_id,
+                "placeholder_ids": list(self.placeholder_ids),
             }
         )
         return config
