@@ -244,9 +244,11 @@ def context_features(tokens, position, subject, window=5, near=2):
                     features.append(f"{side}{offset}:{BOUNDARY_MARK}")
                 break
             if preprocessing.is_placeholder(token):
-                word = SUBJECT_MARK if token == subject else ENTITY_MARK
-            else:
-                word = _lemma(token)
+                # Another mention ends the context: words beyond it belong to that mention.
+                if offset <= near:
+                    features.append(f"{side}{offset}:{SUBJECT_MARK if token == subject else ENTITY_MARK}")
+                break
+            word = _lemma(token)
             if offset <= near:
                 features.append(f"{side}{offset}:{word}")
             if word not in _STOPWORDS:
