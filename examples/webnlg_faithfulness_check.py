@@ -35,7 +35,63 @@ LABELS = faithfulness.LABELS
 # `load_webnlg("dev")` order) -> entry id and one label per input triple, in input order, plus
 # the number of extra entities; "c" correct, "m" missing, "w" wrong. Filled by reading each output
 # against its triples (see the report of the `faith` branch for the disagreements).
-HAND_LABELS = {}
+HAND_LABELS = {
+    59: ("dev/1triples/Building/Id14", "c", 0),
+    76: ("dev/1triples/City/Id1", "c", 0),
+    127: ("dev/1triples/Food/Id8", "c", 0),
+    142: ("dev/1triples/Food/Id23", "c", 0),
+    151: ("dev/1triples/Food/Id32", "c", 0),
+    186: ("dev/1triples/SportsTeam/Id28", "c", 0),
+    205: ("dev/1triples/WrittenWork/Id8", "c", 0),
+    211: ("dev/1triples/WrittenWork/Id14", "c", 0),
+    217: ("dev/1triples/WrittenWork/Id20", "c", 0),
+    223: ("dev/1triples/WrittenWork/Id26", "c", 0),
+    251: ("dev/2triples/Astronaut/Id2", "cw", 0),
+    271: ("dev/2triples/Building/Id17", "cc", 0),
+    311: ("dev/2triples/Food/Id26", "cc", 0),
+    316: ("dev/2triples/Food/Id31", "cw", 0),
+    334: ("dev/2triples/SportsTeam/Id10", "cc", 0),
+    338: ("dev/2triples/SportsTeam/Id14", "cc", 0),
+    357: ("dev/2triples/WrittenWork/Id6", "cc", 0),
+    362: ("dev/2triples/WrittenWork/Id11", "cc", 0),
+    399: ("dev/3triples/Airport/Id22", "wcc", 0),
+    419: ("dev/3triples/Building/Id10", "ccc", 0),
+    421: ("dev/3triples/Building/Id12", "ccw", 0),
+    425: ("dev/3triples/Building/Id16", "wmm", 0),
+    426: ("dev/3triples/Building/Id17", "mmm", 0),
+    477: ("dev/3triples/Food/Id34", "ccm", 0),
+    479: ("dev/3triples/Food/Id36", "cww", 0),
+    481: ("dev/3triples/Food/Id38", "cww", 0),
+    510: ("dev/3triples/University/Id1", "www", 0),
+    531: ("dev/3triples/WrittenWork/Id14", "ccc", 0),
+    539: ("dev/3triples/WrittenWork/Id22", "wwc", 0),
+    544: ("dev/3triples/WrittenWork/Id27", "mcc", 0),
+    545: ("dev/3triples/WrittenWork/Id28", "www", 0),
+    556: ("dev/4triples/Airport/Id8", "cwmm", 0),
+    592: ("dev/4triples/Building/Id7", "mwwc", 0),
+    630: ("dev/4triples/Food/Id15", "wmcw", 0),
+    643: ("dev/4triples/Food/Id28", "cccm", 0),
+    651: ("dev/4triples/Food/Id36", "wwww", 0),
+    668: ("dev/4triples/SportsTeam/Id6", "mwww", 0),
+    705: ("dev/4triples/WrittenWork/Id16", "cwcm", 0),
+    720: ("dev/5triples/Airport/Id10", "cwwwm", 0),
+    726: ("dev/5triples/Airport/Id16", "cmcww", 0),
+    733: ("dev/5triples/Airport/Id23", "wwmww", 0),
+    740: ("dev/5triples/Astronaut/Id5", "wwwwm", 0),
+    742: ("dev/5triples/Astronaut/Id7", "cwwcw", 0),
+    745: ("dev/5triples/Astronaut/Id10", "ccwwc", 0),
+    748: ("dev/5triples/Building/Id2", "cwwcm", 0),
+    752: ("dev/5triples/Building/Id6", "cmcww", 0),
+    761: ("dev/5triples/Building/Id15", "cwwmc", 0),
+    770: ("dev/5triples/Food/Id2", "ccwwc", 0),
+    775: ("dev/5triples/Food/Id7", "cwwmm", 0),
+    776: ("dev/5triples/Food/Id8", "cwccm", 1),
+    781: ("dev/5triples/Food/Id13", "ccmmc", 0),
+    789: ("dev/5triples/Food/Id21", "cmccc", 0),
+    792: ("dev/5triples/Food/Id24", "wwmww", 0),
+    832: ("dev/6triples/Astronaut/Id6", "wwwwcm", 0),
+    851: ("dev/7triples/Astronaut/Id2", "cmwwmmc", 0),
+}
 
 
 def confusion_report(pairs):
@@ -135,10 +191,13 @@ def enriched_cases(folder, seed=0):
                 if object_tags.count(tag) == 1 and tag not in subject_tags and tag_count[tag] == 1
                 and tag in name_mentions
             ]
+            # Not two mentions in one coordination ("A and B", "A, B"): swapping those keeps
+            # both facts when the predicates are near synonyms (significantBuilding/Project).
             pairs = [
                 (i, j) for i in single for j in single if i < j
                 and faithfulness.predicate_key(triples[i].predicate)
                 != faithfulness.predicate_key(triples[j].predicate)
+                and not coordinated(template, object_tags[i], object_tags[j])
             ]
             if pairs:
                 i, j = rng.choice(pairs)
@@ -177,6 +236,15 @@ def enriched_cases(folder, seed=0):
                 yield "subject-object swap", triples, realise(template, swapped), labels
     if skipped:
         print(f"  enriched: skipped {dict(skipped)}", file=sys.stderr)
+
+
+def coordinated(template, first, second):
+    """Whether the tags `first` and `second` are joined only by "and", "or" and commas."""
+    positions = [index for index, token in enumerate(template) if token in (first, second)]
+    if len(positions) != 2:
+        return False
+    between = template[positions[0] + 1 : positions[1]]
+    return all(token in ("and", "or", ",", "&") for token in between)
 
 
 def mentions_by_tag(mentions):

@@ -274,8 +274,8 @@ class SlotAligner:
         window, near: context window sizes (bag of words; exact offsets).
     """
 
-    def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.5,
-                 max_similarity=0.3, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2):
+    def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
+                 max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
