@@ -558,8 +558,8 @@ def _loose_forms(entity):
         if last.endswith("y") and last[-2:-1] not in "aeiou":
             plural = last[:-1] + "ies"
         forms.append(" ".join(words[:-1] + [plural]))
-    if len(words) == 1 and base.endswith("s") and len(base) > 4:  # "Americans" -> "American"
-        forms.append(base[:-1])
+    if words and words[-1].endswith("s") and len(words[-1]) > 4 and words[-1][0].isupper():
+        forms.append(" ".join(words[:-1] + [words[-1][:-1]]))  # "Asian Americans" -> "... American"
     # A person-like name ("Alan Shepard" -> "Shepard"): 2-3 capitalised words.
     if 2 <= len(words) <= 3 and all(word[:1].isupper() and word.isalpha() for word in words):
         forms.append(words[-1])
@@ -603,11 +603,73 @@ def _loose_delexicalise(tokens, entity_map):
         if placeholder not in done and preprocessing._replace_form(
                 keys, key_token, form, placeholder, replacement, covered):
             done.add(placeholder)
+    # Last, misspellings ("Klaus Lohannis", "Guadalaraja") and partial long names ("Ottoman
+    # army soldiers killed in the Battle of Baku" written without "killed").
+    for placeholder, entity in missing.items():
+        if placeholder not in done:
+            span = _fuzzy_span(keys, key_token, covered, preprocessing._form_keys(entity))
+            if span:
+                first, last = span
+                for index in range(first, last + 1):
+                    covered[index] = True
+                replacement[first] = placeholder
+                done.add(placeholder)
     return [
         replacement[index] if replacement[index] else token
         for index, token in enumerate(tokens)
         if replacement[index] or not covered[index]
     ]
+
+
+def _close(key, text_key):
+    """Same word up to a typo: equal, or (5+ letters, same first letter) one edit away (two
+    for 9+ letters)."""
+    if key == text_key:
+        return True
+    if len(key) < 5 or not text_key or key[0] != text_key[0] or abs(len(key) - len(text_key)) > 2:
+        return False
+    limit = 2 if len(key) >= 9 else 1
+    previous = list(range(len(text_key) + 1))
+    for i, char in enumerate(key, 1):
+        current = [i]
+        for j, other in enumerate(text_key, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        if min(current) > limit:
+            return False
+        previous = current
+    return previous[-1] <= limit
+
+
+def _fuzzy_span(keys, key_token, covered, form):
+    """(first token, last token) of a loose occurrence of `form` in the text keys: every word
+    close (`_close`) to the form's, in order; or, for forms of 4+ content words, at least 3/4 of
+    them exactly, in order, in a window one word longer than the form. None if not found."""
+    if not form:
+        return None
+    length = len(form)
+    content = [key for key in form if key not in _STOPWORDS]
+    for start in range(len(keys) - length + 1):
+        window = keys[start:start + length]
+        if any(covered[key_token[i]] for i in range(start, start + length)):
+            continue
+        if all(_close(key, other) for key, other in zip(form, window)) and any(
+                len(key) >= 5 for key in form):
+            return key_token[start], key_token[start + length - 1]
+    if len(content) >= 4:
+        size = length + 1
+        for start in range(len(keys)):
+            if keys[start] != form[0] and keys[start] not in content[:2]:
+                continue
+            window = keys[start:start + size]
+            found, position = [], 0
+            for index, key in enumerate(window):
+                if key in content[position:]:
+                    position = content.index(key, position) + 1
+                    found.append(start + index)
+            if len(found) * 4 >= len(content) * 3 and not any(
+                    covered[key_token[i]] for i in range(found[0], found[-1] + 1)):
+                return key_token[found[0]], key_token[found[-1]]
+    return None
 
 
 # -------------------------------------------------------------------------- gazetteer
