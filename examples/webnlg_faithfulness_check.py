@@ -112,7 +112,7 @@ def confusion_report(pairs):
     return report
 
 
-def check_references(aligner, entries, name):
+def check_references(aligner, entries):
     hypotheses, expanded = [], []
     for entry in entries:
         for text in entry.texts:
@@ -202,8 +202,8 @@ def enriched_cases(folder, seed=0):
             if pairs:
                 i, j = rng.choice(pairs)
                 swapped = [
-                    (tag, dict(mentions_by_tag(mentions))[object_tags[j]]) if tag == object_tags[i]
-                    else (tag, dict(mentions_by_tag(mentions))[object_tags[i]]) if tag == object_tags[j]
+                    (tag, dict(mentions)[object_tags[j]]) if tag == object_tags[i]
+                    else (tag, dict(mentions)[object_tags[i]]) if tag == object_tags[j]
                     else (tag, surface)
                     for tag, surface in mentions
                 ]
@@ -225,7 +225,7 @@ def enriched_cases(folder, seed=0):
             ]
             if lone:
                 i = rng.choice(lone)
-                by_tag = dict(mentions_by_tag(mentions))
+                by_tag = dict(mentions)
                 swapped = [
                     (tag, by_tag[object_tags[i]] if tag == subject_tags[i]
                      else by_tag[subject_tags[i]] if tag == object_tags[i] else surface)
@@ -245,10 +245,6 @@ def coordinated(template, first, second):
         return False
     between = template[positions[0] + 1 : positions[1]]
     return all(token in ("and", "or", ",", "&") for token in between)
-
-
-def mentions_by_tag(mentions):
-    return [(tag, surface) for tag, surface in mentions]
 
 
 def check_enriched(aligner, folder, show=0):
@@ -317,7 +313,7 @@ def main(argv=None):
 
     print("(a) references")
     for name, entries in (("dev", dev), ("test", test)):
-        results[f"references_{name}"] = report = check_references(aligner, entries, name)
+        results[f"references_{name}"] = report = check_references(aligner, entries)
         for subset, scores in report.items():
             print(f"  {name:4s} {subset:6s} texts={scores['count']:5d} triples={scores['triples']:6d} "
                   f"SER={scores['slot_error_rate']:.2%} missing={scores['missing_rate']:.2%} "
@@ -326,11 +322,12 @@ def main(argv=None):
                   f"no-evidence={scores['no_evidence_rate']:.2%}")
 
     print("(b) enriched gold, dev")
-    results["enriched_dev"] = report = check_enriched(aligner, pathlib.Path(args.enriched_dir) / "dev", args.show)
+    enriched_dev = pathlib.Path(args.enriched_dir) / "dev"
+    results["enriched_dev"] = report = check_enriched(aligner, enriched_dev, args.show)
     for kind, scores in report.items():
         print(f"  {kind:20s} triples={scores['n']:5d} accuracy={scores['accuracy']:.2%} " + " ".join(
-            f"{label}: P={scores[label]['precision']} R={scores[label]['recall']} (gold {scores[label]['gold']})"
-            for label in LABELS))
+            f"{label}: P={scores[label]['precision']} R={scores[label]['recall']} "
+            f"(gold {scores[label]['gold']})" for label in LABELS))
 
     if args.hypotheses and HAND_LABELS:
         print("(c) hand labels, dev outputs")

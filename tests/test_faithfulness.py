@@ -123,7 +123,8 @@ def test_looser_forms_and_nested_mentions(aligner):
 
 
 def test_extra_entities(aligner):
-    judgement = aligner.judge(BEAN, "Alan Bean was born in Wheeler, Texas and worked as a test pilot in Houston.")
+    text = "Alan Bean was born in Wheeler, Texas and worked as a test pilot in Houston."
+    judgement = aligner.judge(BEAN, text)
     assert judgement.labels == ("correct", "correct")
     assert judgement.extra_entities == ("Houston",)
     assert not judgement.is_faithful
@@ -232,7 +233,7 @@ def test_real_corpus_references_and_the_issue_example(webnlg_path):
         Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
         Triple("Alan_Bean", "occupation", "Test_pilot"),
     )
-    assert aligner.judge(
-        triples, "Alan Bean was born in Test pilot and served as a Wheeler, Texas.").labels == ("wrong", "wrong")
-    assert aligner.judge(
-        triples, "Alan Bean was born in Wheeler, Texas and served as a test pilot.").labels == ("correct", "correct")
+    swapped = "Alan Bean was born in Test pilot and served as a Wheeler, Texas."
+    faithful = "Alan Bean was born in Wheeler, Texas and served as a test pilot."
+    assert aligner.judge(triples, swapped).labels == ("wrong", "wrong")
+    assert aligner.judge(triples, faithful).labels == ("correct", "correct")

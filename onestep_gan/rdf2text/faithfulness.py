@@ -22,9 +22,13 @@ that are not input entities.
 
 How the aligner works (`SlotAligner`):
 1. Entities are found as `preprocessing.delexicalise` finds them (exact form, then its fallbacks:
-   aliases, "3 October 1983" for 1983-10-03, ...), plus a few looser forms tried only for the
-   "is it mentioned" question (a surname alone, a number without its decimals or with thousands
-   separators, the first word of an entity in quotes / parentheses stripped).
+   aliases, "3 October 1983" for 1983-10-03, ...), then, in surface text only, looser forms of
+   the entities still not found (`delexicalise_loosely`): ordinal days ("30th March"), the name
+   without its parenthesis, numbers with or without decimals / thousands separators, country
+   demonyms ("American"), "Hardcover" = "hardback", the head before " of " / " in " ("Felipe VI"),
+   plurals and singulars ("vegetables", "Asian American"), a surname alone, one-typo spellings
+   ("Klaus Lohannis"), and 3/4 of the words of a long literal in order. An entity written only
+   inside another mentioned entity ("Pakistan" in "Punjab, Pakistan") counts as mentioned.
 2. Mining (`SlotAligner.from_entries`): in the delexicalised train references, for every mention
    of a placeholder that is the object of exactly one triple and the subject of none, the context
    features are counted for that triple's predicate: each word at offsets -2..+2 (offset and word)
