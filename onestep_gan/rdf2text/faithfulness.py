@@ -526,7 +526,13 @@ _DEMONYMS = {
     "England": ("English",), "Scotland": ("Scottish",), "Wales": ("Welsh",), "Sri Lanka": ("Sri Lankan",),
     "Hardcover": ("hardback", "hard cover"), "Paperback": ("soft cover",),
 }
-_ORDINAL_DAY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
+_MONTH_PATTERN = "(?:" + "|".join(month[:3] + "[a-z]*" for month in preprocessing._MONTHS) + ")"
+# A day written as an ordinal next to a month ("30th March", "30th of March" -> "30 March",
+# "March 30th" -> "March 30"), not other ordinals ("23rd Street").
+_ORDINAL_DAY = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)\b(?:\s+of)?(?=\s+{_MONTH_PATTERN}\b)"
+    rf"|\b({_MONTH_PATTERN}\s+\d{{1,2}})(?:st|nd|rd|th)\b"
+)
 
 
 def _loose_forms(entity):
@@ -574,7 +580,7 @@ def delexicalise_loosely(triples, text):
     """`preprocessing.delexicalise(triples, text).target_tokens`, then the looser forms of the
     entities still not found (ordinal days "30th" read as "30" first)."""
     triples = tuple(triples)
-    text = _ORDINAL_DAY.sub(r"\1", text)
+    text = _ORDINAL_DAY.sub(lambda match: match.group(1) or match.group(2), text)
     tokens = preprocessing.delexicalise(list(triples), text).target_tokens
     return _loose_delexicalise(tokens, _input_view(triples).entity_map)
 
