@@ -1,0 +1,824 @@
+"""Faithfulness of RDF-to-text outputs: a triple-level slot error rate with a data-mined aligner.
+
+BLEU does not see an output that binds a value to the wrong triple ("Alan Bean was born in Test
+pilot and served as a Wheeler, Texas" for `birthPlace Wheeler,_Texas ; occupation Test_pilot`).
+This module judges, for each input triple of a text, whether it is realised with the right
+binding, the triple-level analogue of the slot error rate of the E2E challenge (Dusek et al.,
+2020) and of the WebNLG 2020 human "semantic adequacy" criteria:
+
+- "missing": the triple's object is not mentioned in the text;
+- "wrong": the object is mentioned, but every mention sits in a context that matches another
+  input triple's predicate clearly better than its own (a value bound to the wrong predicate),
+  or the subject and object are swapped (the subject sits where the object's cues are, the object
+  nowhere near them);
+- "correct": otherwise (including when there is no evidence either way: a mentioned object whose
+  context matches no predicate's cues is given the benefit of the doubt; `no_evidence` counts
+  these). The subject may be absent (pronouns, "it", descriptions): that is not an error.
+
+Besides the per-triple labels, `extra_entities` counts entities the text mentions that are not in
+the input: placeholders `ENT_k` beyond the input's, and known entities of the training corpus
+(a gazetteer of train subjects/objects: capitalised, not numbers or dates) found in the words
+that are not input entities.
+
+How the aligner works (`SlotAligner`):
+1. Entities are found as `preprocessing.delexicalise` finds them (exact form, then its fallbacks:
+   aliases, "3 October 1983" for 1983-10-03, ...), then, in surface text only, looser forms of
+   the entities still not found (`delexicalise_loosely`): ordinal days ("30th March"), the name
+   without its parenthesis, numbers with or without decimals / thousands separators, country
+   demonyms ("American"), "Hardcover" = "hardback", the head before " of " / " in " ("Felipe VI"),
+   plurals and singulars ("vegetables", "Asian American"), a surname alone, one-typo spellings
+   ("Klaus Lohannis"), and 3/4 of the words of a long literal in order. An entity written only
+   inside another mentioned entity ("Pakistan" in "Punjab, Pakistan") counts as mentioned.
+2. Mining (`SlotAligner.from_entries`): in the delexicalised train references, for every mention
+   of a placeholder that is the object of exactly one triple and the subject of none, the context
+   features are counted for that triple's predicate: each word at offsets -2..+2 (offset and word)
+   and each word in a window of 5 on each side, up to the sentence end (side and word); other
+   placeholders appear as `<S>` (the triple's subject) or `<E>`. Words are lowercased and lightly
+   lemmatised (plural -s). A feature's cue weight for a predicate is its positive pointwise mutual
+   information against all object contexts, `log P(f | p) / P(f)`, kept when seen at least
+   `min_count` times. Predicates are keyed by `split_predicate` words, lowercased, so "birthPlace"
+   and "birth_place" share cues; each predicate also gets its own content words as side-free cues
+   (that is all an unseen predicate has).
+3. Judging (`judge_delexicalised`): for each mention of a triple's object, `own` is the cue score
+   of the context for the triple's predicate and `rival` the best score for the predicates of the
+   other input triples (those with another object and another predicate). A mention is "bound
+   elsewhere" if `rival >= own + margin` and `rival >= min_rival`; the triple is "wrong" when all
+   its object mentions are bound elsewhere. Precision of "wrong" is preferred over recall: a
+   reference text should get very few errors.
+
+Everything is pure Python with dictionaries; judging a delexicalised beam candidate takes tens of
+microseconds, so `judge_delexicalised` can rerank beams.
+"""
+
+import collections
+import dataclasses
+import functools
+import json
+import math
+import pathlib
+import re
+
+from onestep_gan.rdf2text import preprocessing
+
+LABELS = ("correct", "missing", "wrong")
+SUBJECT_MARK, ENTITY_MARK, BOUNDARY_MARK = "<S>", "<E>", "<B>"
+_SENTENCE_END = frozenset({".", "!", "?", ";"})
+_STOPWORDS = frozenset(
+    "a an the of in on at to for by with from and or is are was were be been has have had "
+    "its it this that which who as also".split()
+)
+_NUMBER = re.compile(r"^-?\d+(?:[.,]\d+)*$")
+_DATE_LIKE = re.compile(r"^\d{4}(?:-\d{2}){0,2}$")
+
+
+_MONTH_WORDS = frozenset(
+    name.lower() for month in preprocessing._MONTHS for name in (month, month[:3], month[:3] + ".")
+)
+
+
+@functools.lru_cache(maxsize=262144)
+def _lemma(word):
+    """Lowercase, light plural stripping ("awards" -> "award", "class" stays); numbers -> "<NUM>",
+    month names -> "<MONTH>"."""
+    word = word.lower()
+    if any(char.isdigit() for char in word) and _NUMBER.match(word.rstrip("stndrh")):
+        return "<NUM>"
+    if word in _MONTH_WORDS:
+        return "<MONTH>"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        if word.endswith("ies") and len(word) > 4:
+            return word[:-3] + "y"
+        return word[:-1]
+    return word
+
+
+@functools.lru_cache(maxsize=65536)
+def predicate_key(predicate):
+    """The key of a predicate's cues: its `split_predicate` words, lowercased."""
+    return preprocessing.split_predicate(predicate).lower()
+
+
+@functools.lru_cache(maxsize=65536)
+def predicate_words(predicate):
+    """Content words of a predicate, lemmatised: "birthPlace" -> ("birth", "place")."""
+    return tuple(
+        _lemma(word) for word in predicate_key(predicate).split()
+        if word not in _STOPWORDS and not word.isdigit()
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class TripleJudgement:
+    """How one input triple is realised in a text.
+
+    Attributes:
+        triple: the input triple.
+        label: "correct", "missing" or "wrong".
+        own: best cue score of an object mention for the triple's own predicate (0 if missing).
+        rival: at that mention, the best cue score for another input triple's predicate.
+        rival_predicate: the predicate of that rival triple (None if none scored above 0).
+        no_evidence: the label is "correct" only because no cue matched either way.
+        swapped: "wrong" because subject and object are swapped.
+    """
+
+    triple: object
+    label: str
+    own: float = 0.0
+    rival: float = 0.0
+    rival_predicate: str | None = None
+    no_evidence: bool = False
+    swapped: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class TextJudgement:
+    """Judgement of one text against its input triples.
+
+    Attributes:
+        triples: the per-triple `TripleJudgement`s, in input order.
+        extra_entities: the entities mentioned that are not in the input (placeholders
+            beyond the input's, gazetteer entities), distinct, in order of appearance.
+    """
+
+    triples: tuple
+    extra_entities: tuple = ()
+
+    @property
+    def labels(self):
+        return tuple(judgement.label for judgement in self.triples)
+
+    @property
+    def num_triples(self):
+        return len(self.triples)
+
+    @property
+    def num_correct(self):
+        return self.labels.count("correct")
+
+    @property
+    def num_missing(self):
+        return self.labels.count("missing")
+
+    @property
+    def num_wrong(self):
+        return self.labels.count("wrong")
+
+    @property
+    def num_errors(self):
+        """Missing plus wrong triples (extra entities not included)."""
+        return self.num_missing + self.num_wrong
+
+    @property
+    def num_extra_entities(self):
+        return len(self.extra_entities)
+
+    @property
+    def num_no_evidence(self):
+        return sum(judgement.no_evidence for judgement in self.triples)
+
+    @property
+    def is_faithful(self):
+        """No missing or wrong triple and no extra entity."""
+        return self.num_errors == 0 and not self.extra_entities
+
+    def to_dict(self):
+        return {
+            "labels": list(self.labels),
+            "extra_entities": list(self.extra_entities),
+            "details": [
+                {"triple": " | ".join((t.triple.subject, t.triple.predicate, t.triple.object)),
+                 "label": t.label, "own": round(t.own, 3), "rival": round(t.rival, 3),
+                 "rival_predicate": t.rival_predicate, "no_evidence": t.no_evidence,
+                 "swapped": t.swapped}
+                for t in self.triples
+            ],
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Input:
+    """The placeholder view of a tripleset (cached per tripleset)."""
+
+    entity_map: dict  # placeholder -> normalised entity
+    slots: tuple  # per triple: (subject placeholder, object placeholder, predicate)
+    nested_in: dict  # placeholder -> placeholders whose entity's words contain its entity's
+
+
+@functools.lru_cache(maxsize=4096)
+def _input_view(triples):
+    example = preprocessing.delexicalise(list(triples))
+    tokens = example.source_tokens
+    slots, position = [], 0
+    for triple in triples:
+        # <S> subject <P> predicate words <O> object
+        subject = tokens[position + 1]
+        position += 3
+        while tokens[position] != preprocessing.OBJECT_TOKEN:
+            position += 1
+        object_ = tokens[position + 1]
+        position += 2
+        slots.append((subject, object_, triple.predicate))
+    keys = {placeholder: preprocessing._form_keys(entity)
+            for placeholder, entity in example.entity_map.items()}
+    nested_in = {
+        inner: tuple(outer for outer, outer_keys in keys.items()
+                     if outer != inner and len(outer_keys) > len(inner_keys)
+                     and _contains(outer_keys, inner_keys))
+        for inner, inner_keys in keys.items() if inner_keys
+    }
+    return _Input(dict(example.entity_map), tuple(slots), nested_in)
+
+
+def context_features(tokens, position, subject, window=5, near=2):
+    """Context features of the mention at `tokens[position]` (see the module docstring).
+
+    `subject` is the placeholder shown as `<S>`; other placeholders become `<E>`.
+    """
+    features = []
+    for side, step in (("L", -1), ("R", 1)):
+        index = position + step
+        for offset in range(1, window + 1):
+            if index < 0 or index >= len(tokens):
+                if offset <= near:
+                    features.append(f"{side}{offset}:{BOUNDARY_MARK}")
+                break
+            token = tokens[index]
+            if token in _SENTENCE_END:
+                if offset <= near:
+                    features.append(f"{side}{offset}:{BOUNDARY_MARK}")
+                break
+            if preprocessing.is_placeholder(token):
+                # Another mention ends the context: words beyond it belong to that mention.
+                if offset <= near:
+                    features.append(f"{side}{offset}:{SUBJECT_MARK if token == subject else ENTITY_MARK}")
+                break
+            word = _lemma(token)
+            if offset <= near:
+                features.append(f"{side}{offset}:{word}")
+            if word not in _STOPWORDS:
+                features.append(f"{side}:{word}")
+            index += step
+    return features
+
+
+class SlotAligner:
+    """Data-mined cue phrases per predicate; judges each input triple of a text.
+
+    Build with `SlotAligner.from_entries(train_entries)`; judge surface texts with `judge`
+    and delexicalised token lists with `judge_delexicalised`.
+
+    Args:
+        cues: predicate key -> {feature: weight}.
+        gazetteer: known entity surface forms (for `extra_entities` in surface text).
+        margin: how much better a rival predicate's cues must match for "wrong".
+        min_rival: the least cue score of a rival predicate for "wrong".
+        swap_score: the least own-predicate score of the subject's context (with the object
+            absent from the cues) for a subject/object swap.
+        predicate_word_weight: cue weight of a predicate's own words (side-free).
+        window, near: context window sizes (bag of words; exact offsets).
+    """
+
+    def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
+                 max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2):
+        self.cues = {key: dict(weights) for key, weights in cues.items()}
+        self.gazetteer = tuple(sorted(set(gazetteer)))
+        self.margin = float(margin)
+        self.min_rival = float(min_rival)
+        self.max_own_share = float(max_own_share)
+        self.max_similarity = float(max_similarity)
+        self.swap_score = float(swap_score)
+        self.predicate_word_weight = float(predicate_word_weight)
+        self.window = int(window)
+        self.near = int(near)
+        self._gazetteer_index = _build_gazetteer_index(self.gazetteer)
+        self._weights_cache = {}
+        self._similarity_cache = {}
+
+    # ----------------------------------------------------------------------------- building
+
+    @classmethod
+    def from_entries(cls, entries, min_count=2, smoothing=5.0, gazetteer_entities=True, **kwargs):
+        """Mines cue weights from the delexicalised references of `entries` (train).
+
+        Args:
+            entries: `WebNLGEntry`s (anything with `triples` and `texts`).
+            min_count: least count of a (predicate, feature) pair to keep it as a cue.
+            smoothing: added to a predicate's mention count when estimating P(f | p), which
+                damps the weights of rare predicates.
+            gazetteer_entities: collect the entities of `entries` as the gazetteer.
+            **kwargs: passed to the constructor (margin, window, ...).
+        """
+        window, near = kwargs.get("window", 5), kwargs.get("near", 2)
+        counts = collections.defaultdict(collections.Counter)
+        mentions = collections.Counter()
+        background = collections.Counter()
+        total = 0
+        gazetteer = set()
+        for entry in entries:
+            triples = tuple(entry.triples)
+            view = _input_view(triples)
+            if gazetteer_entities:
+                gazetteer.update(view.entity_map.values())
+            object_of = collections.defaultdict(list)
+            subjects = set()
+            for subject, object_, predicate in view.slots:
+                object_of[object_].append((subject, predicate))
+                subjects.add(subject)
+            usable = {
+                placeholder: slots[0] for placeholder, slots in object_of.items()
+                if len(slots) == 1 and placeholder not in subjects
+            }
+            if not usable:
+                continue
+            for text in entry.texts:
+                tokens = delexicalise_loosely(triples, text)
+                for position, token in enumerate(tokens):
+                    if token not in usable:
+                        continue
+                    subject, predicate = usable[token]
+                    key = predicate_key(predicate)
+                    features = set(context_features(tokens, position, subject, window, near))
+                    counts[key].update(features)
+                    mentions[key] += 1
+                    background.update(features)
+                    total += 1
+        cues = {}
+        for key, feature_counts in counts.items():
+            denominator = mentions[key] + smoothing
+            weights = {}
+            for feature, count in feature_counts.items():
+                if count < min_count:
+                    continue
+                weight = math.log((count / denominator) / (background[feature] / total))
+                if weight > 0:
+                    weights[feature] = round(weight, 3)
+            cues[key] = weights
+        return cls(cues, sorted(_usable_gazetteer(gazetteer)), **kwargs)
+
+    # ---------------------------------------------------------------------------- judging
+
+    def judge(self, triples, text):
+        """Judges a surface text (a relexicalised output or a reference) against `triples`."""
+        triples = tuple(triples)
+        view = _input_view(triples)
+        tokens = delexicalise_loosely(triples, text)
+        return self._judge(triples, view, tokens)
+
+    def judge_delexicalised(self, triples, tokens):
+        """Judges tokens with `ENT_k` placeholders, numbered as `preprocessing.delexicalise`
+        numbers them for `triples` (e.g. a beam candidate before relexicalisation)."""
+        triples = tuple(triples)
+        return self._judge(triples, _input_view(triples), list(tokens))
+
+    def _judge(self, triples, view, tokens):
+        positions = collections.defaultdict(list)
+        extra = []
+        for index, token in enumerate(tokens):
+            if preprocessing.is_placeholder(token):
+                if token in view.entity_map:
+                    positions[token].append(index)
+                elif token not in extra:
+                    extra.append(token)
+        for name in _gazetteer_mentions(tokens, self._gazetteer_index, view.entity_map.values()):
+            if name not in extra:
+                extra.append(name)
+        judgements = [
+            self._judge_triple(triple, slot, view, tokens, positions)
+            for triple, slot in zip(triples, view.slots)
+        ]
+        return TextJudgement(tuple(judgements), tuple(extra))
+
+    def _judge_triple(self, triple, slot, view, tokens, positions):
+        subject, object_, predicate = slot
+        if not positions.get(object_):
+            # Written inside a mentioned entity ("Punjab, Pakistan" holds Pakistan): mentioned,
+            # bound by the name itself.
+            if any(positions.get(outer) for outer in view.nested_in.get(object_, ())):
+                return TripleJudgement(triple, "correct", no_evidence=True)
+            return TripleJudgement(triple, "missing")
+        own_weights = self._weights(predicate)
+        # Rivals: the other input triples this mention could wrongly express. Not those with
+        # the same object (shared entity), nor those whose subject it is (a subject sits next
+        # to its own predicate's words), nor predicates whose cues resemble this one's.
+        rivals = [
+            (other_predicate, self._weights(other_predicate), other_subject)
+            for other_subject, other_object, other_predicate in view.slots
+            if other_object != object_ and other_subject != object_
+            and not self.similar_predicates(predicate, other_predicate)
+        ]
+        best = None  # (not bound elsewhere, own - rival, own, rival, rival predicate)
+        for position in positions[object_]:
+            features = context_features(tokens, position, subject, self.window, self.near)
+            own = _score(own_weights, features)
+            rival, rival_predicate = 0.0, None
+            for other_predicate, weights, other_subject in rivals:
+                if other_subject != subject:
+                    other_features = context_features(
+                        tokens, position, other_subject, self.window, self.near)
+                else:
+                    other_features = features
+                score = _score(weights, other_features)
+                if score > rival:
+                    rival, rival_predicate = score, other_predicate
+            elsewhere = (rival >= own + self.margin and rival >= self.min_rival
+                         and own <= self.max_own_share * rival)
+            # The mention most in favour of the triple decides.
+            candidate = (not elsewhere, own - rival, own, rival, rival_predicate)
+            if best is None or candidate[:2] > best[:2]:
+                best = candidate
+        not_elsewhere, _, own, rival, rival_predicate = best
+        if not not_elsewhere:
+            return TripleJudgement(triple, "wrong", own, rival, rival_predicate)
+        if own <= 0 and subject != object_ and positions.get(subject):
+            # Subject/object swap: the subject sits where the object's cues are.
+            subject_score = max(
+                _score(own_weights, context_features(tokens, position, object_, self.window, self.near))
+                for position in positions[subject]
+            )
+            if subject_score >= self.swap_score:
+                return TripleJudgement(triple, "wrong", own, subject_score, predicate, swapped=True)
+        return TripleJudgement(
+            triple, "correct", own, rival, rival_predicate, no_evidence=(own <= 0 and rival <= 0))
+
+    def similar_predicates(self, first, second):
+        """Whether two predicates are too alike to tell apart by context: the same key, or
+        cue vectors with a cosine of at least `max_similarity` ("ingredient" and "main
+        ingredients", "commander" and "crew member")."""
+        first, second = predicate_key(first), predicate_key(second)
+        if first == second:
+            return True
+        pair = (first, second) if first < second else (second, first)
+        similar = self._similarity_cache.get(pair)
+        if similar is None:
+            a, b = self._weights(first), self._weights(second)
+            dot = sum(weight * b[feature] for feature, weight in a.items() if feature in b)
+            norm = math.sqrt(sum(w * w for w in a.values()) * sum(w * w for w in b.values()))
+            similar = bool(norm) and dot / norm >= self.max_similarity
+            self._similarity_cache[pair] = similar
+        return similar
+
+    def _weights(self, predicate):
+        weights = self._weights_cache.get(predicate)
+        if weights is None:
+            weights = dict(self.cues.get(predicate_key(predicate), {}))
+            for word in predicate_words(predicate):
+                for side in ("L", "R"):
+                    feature = f"{side}:{word}"
+                    weights[feature] = max(weights.get(feature, 0.0), self.predicate_word_weight)
+            self._weights_cache[predicate] = weights
+        return weights
+
+    # ------------------------------------------------------------------------ persistence
+
+    def get_config(self):
+        return {
+            "cues": self.cues,
+            "gazetteer": list(self.gazetteer),
+            "margin": self.margin,
+            "min_rival": self.min_rival,
+            "max_own_share": self.max_own_share,
+            "max_similarity": self.max_similarity,
+            "swap_score": self.swap_score,
+            "predicate_word_weight": self.predicate_word_weight,
+            "window": self.window,
+            "near": self.near,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def save(self, path):
+        path = pathlib.Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.get_config(), ensure_ascii=False, sort_keys=True))
+        return path
+
+    @classmethod
+    def load(cls, path):
+        return cls.from_config(json.loads(pathlib.Path(path).read_text()))
+
+
+def _score(weights, features):
+    return sum(weights.get(feature, 0.0) for feature in set(features))
+
+
+# -------------------------------------------------------------------- looser entity forms
+
+
+# Adjectives / nouns of frequent WebNLG countries, tried as looser forms of the country.
+_DEMONYMS = {
+    "United States": ("American", "Americans", "United States of America"),
+    "United Kingdom": ("British", "Great Britain"),
+    "India": ("Indian",), "Italy": ("Italian",), "Spain": ("Spanish",), "France": ("French",),
+    "Mexico": ("Mexican",), "Japan": ("Japanese",), "Germany": ("German",),
+    "Indonesia": ("Indonesian",), "Malaysia": ("Malaysian",), "Philippines": ("Filipino", "Philippine"),
+    "Brazil": ("Brazilian",), "Denmark": ("Danish",), "Netherlands": ("Dutch",),
+    "Turkey": ("Turkish",), "Azerbaijan": ("Azerbaijani",), "Belgium": ("Belgian",),
+    "Pakistan": ("Pakistani",), "Singapore": ("Singaporean",), "Iran": ("Iranian",),
+    "Greece": ("Greek",), "Poland": ("Polish",), "Romania": ("Romanian",), "Sweden": ("Swedish",),
+    "Norway": ("Norwegian",), "Russia": ("Russian",), "China": ("Chinese",), "Canada": ("Canadian",),
+    "Australia": ("Australian",), "Ireland": ("Irish",), "Argentina": ("Argentine", "Argentinian"),
+    "Colombia": ("Colombian",), "Thailand": ("Thai",), "Portugal": ("Portuguese",),
+    "Switzerland": ("Swiss",), "Austria": ("Austrian",), "Hungary": ("Hungarian",),
+    "Finland": ("Finnish",), "Venezuela": ("Venezuelan",), "Chile": ("Chilean",), "Cuba": ("Cuban",),
+    "Egypt": ("Egyptian",), "Ethiopia": ("Ethiopian",), "Nigeria": ("Nigerian",),
+    "England": ("English",), "Scotland": ("Scottish",), "Wales": ("Welsh",), "Sri Lanka": ("Sri Lankan",),
+    "Hardcover": ("hardback", "hard cover"), "Paperback": ("soft cover",),
+}
+_MONTH_PATTERN = "(?:" + "|".join(month[:3] + "[a-z]*" for month in preprocessing._MONTHS) + ")"
+# A day written as an ordinal next to a month ("30th March", "30th of March" -> "30 March",
+# "March 30th" -> "March 30"), not other ordinals ("23rd Street").
+_ORDINAL_DAY = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)\b(?:\s+of)?(?=\s+{_MONTH_PATTERN}\b)"
+    rf"|\b({_MONTH_PATTERN}\s+\d{{1,2}})(?:st|nd|rd|th)\b"
+)
+
+
+def _loose_forms(entity):
+    """Extra forms for "is the entity mentioned", tried after `delexicalise`'s own."""
+    forms = []
+    base = re.sub(r"\s*\([^()]*\)\s*$", "", entity).strip().strip('"').strip()
+    if base and base != entity:
+        forms.append(base)
+    number = base.replace(",", "")
+    if _NUMBER.match(number):
+        try:
+            value = float(number)
+        except ValueError:
+            value = None
+        if value is not None:
+            if value == int(value):
+                forms.extend((str(int(value)), f"{int(value):,}"))
+            else:
+                forms.extend((f"{value:,}", f"{value:.1f}", f"{value:,.2f}"))
+    demonyms = _DEMONYMS.get(base)
+    if demonyms:
+        forms.extend(demonyms)
+    words = base.split()
+    if words and words[0].isdigit() and len(words) > 2:  # "2015 Campeonato Brasileiro Série C"
+        forms.append(" ".join(words[1:]))
+    for joint in (" of ", " in "):  # "Felipe VI of Spain" -> "Felipe VI"
+        head = base.split(joint)[0]
+        if head != base and len(head) >= 4 and head[:1].isupper():
+            forms.append(head)
+    if words and words[-1].isalpha() and words[-1].islower() or len(words) == 1 and base.isalpha():
+        last = words[-1]
+        plural = last + ("es" if last.endswith(("o", "s", "sh", "ch", "x")) else "s")
+        if last.endswith("y") and last[-2:-1] not in "aeiou":
+            plural = last[:-1] + "ies"
+        forms.append(" ".join(words[:-1] + [plural]))
+    if words and words[-1].endswith("s") and len(words[-1]) > 4 and words[-1][0].isupper():
+        forms.append(" ".join(words[:-1] + [words[-1][:-1]]))  # "Asian Americans" -> "... American"
+    # A person-like name ("Alan Shepard" -> "Shepard"): 2-3 capitalised words.
+    if 2 <= len(words) <= 3 and all(word[:1].isupper() and word.isalpha() for word in words):
+        forms.append(words[-1])
+    return [form for form in dict.fromkeys(forms) if form and form != entity]
+
+
+def delexicalise_loosely(triples, text):
+    """`preprocessing.delexicalise(triples, text).target_tokens`, then the looser forms of the
+    entities still not found (ordinal days "30th" read as "30" first)."""
+    triples = tuple(triples)
+    text = _ORDINAL_DAY.sub(lambda match: match.group(1) or match.group(2), text)
+    tokens = preprocessing.delexicalise(list(triples), text).target_tokens
+    return _loose_delexicalise(tokens, _input_view(triples).entity_map)
+
+
+def _loose_delexicalise(tokens, entity_map):
+    """Replaces looser forms of the entities not yet found in `tokens` by their placeholders."""
+    found = {token for token in tokens if preprocessing.is_placeholder(token)}
+    missing = {placeholder: entity for placeholder, entity in entity_map.items()
+               if placeholder not in found}
+    if not missing:
+        return tokens
+    forms = sorted(
+        ((placeholder, list(preprocessing._form_keys(form)))
+         for placeholder, entity in missing.items() for form in _loose_forms(entity)),
+        key=lambda pair: -len(pair[1]),
+    )
+    if not forms:
+        return tokens
+    keys, key_token = [], []
+    for index, token in enumerate(tokens):
+        if preprocessing.is_placeholder(token):
+            continue
+        for key in preprocessing._match_keys(token):
+            keys.append(key)
+            key_token.append(index)
+    covered = [preprocessing.is_placeholder(token) for token in tokens]
+    replacement = [token if covered[i] else None for i, token in enumerate(tokens)]
+    done = set()
+    for placeholder, form in forms:
+        if placeholder not in done and preprocessing._replace_form(
+                keys, key_token, form, placeholder, replacement, covered):
+            done.add(placeholder)
+    # Last, misspellings ("Klaus Lohannis", "Guadalaraja") and partial long names ("Ottoman
+    # army soldiers killed in the Battle of Baku" written without "killed").
+    for placeholder, entity in missing.items():
+        if placeholder not in done:
+            span = _fuzzy_span(keys, key_token, covered, preprocessing._form_keys(entity))
+            if span:
+                first, last = span
+                for index in range(first, last + 1):
+                    covered[index] = True
+                replacement[first] = placeholder
+                done.add(placeholder)
+    return [
+        replacement[index] if replacement[index] else token
+        for index, token in enumerate(tokens)
+        if replacement[index] or not covered[index]
+    ]
+
+
+def _close(key, text_key):
+    """Same word up to a typo: equal, or (5+ letters, same first letter) one edit away (two
+    for 9+ letters)."""
+    if key == text_key:
+        return True
+    if len(key) < 5 or not text_key or key[0] != text_key[0] or abs(len(key) - len(text_key)) > 2:
+        return False
+    limit = 2 if len(key) >= 9 else 1
+    previous = list(range(len(text_key) + 1))
+    for i, char in enumerate(key, 1):
+        current = [i]
+        for j, other in enumerate(text_key, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        if min(current) > limit:
+            return False
+        previous = current
+    return previous[-1] <= limit
+
+
+def _fuzzy_span(keys, key_token, covered, form):
+    """(first token, last token) of a loose occurrence of `form` in the text keys: every word
+    close (`_close`) to the form's, in order; or, for forms of 4+ content words, at least 3/4 of
+    them exactly, in order, in a window one word longer than the form. None if not found."""
+    if not form:
+        return None
+    length = len(form)
+    content = [key for key in form if key not in _STOPWORDS]
+    for start in range(len(keys) - length + 1):
+        window = keys[start:start + length]
+        if any(covered[key_token[i]] for i in range(start, start + length)):
+            continue
+        if all(_close(key, other) for key, other in zip(form, window)) and any(
+                len(key) >= 5 for key in form):
+            return key_token[start], key_token[start + length - 1]
+    if len(content) >= 4:
+        size = length + 1
+        for start in range(len(keys)):
+            if keys[start] != form[0] and keys[start] not in content[:2]:
+                continue
+            window = keys[start:start + size]
+            found, position = [], 0
+            for index, key in enumerate(window):
+                if key in content[position:]:
+                    position = content.index(key, position) + 1
+                    found.append(start + index)
+            if len(found) * 4 >= len(content) * 3 and not any(
+                    covered[key_token[i]] for i in range(found[0], found[-1] + 1)):
+                return key_token[found[0]], key_token[found[-1]]
+    return None
+
+
+# -------------------------------------------------------------------------- gazetteer
+
+
+def _usable_gazetteer(entities):
+    """Entities reliable enough to count as "mentioned but not in the input": capitalised,
+    not a number or date, at least 3 letters."""
+    usable = set()
+    for entity in entities:
+        entity = re.sub(r"\s*\([^()]*\)\s*$", "", entity).strip()
+        if len(entity) < 3 or not entity[:1].isupper():
+            continue
+        if _NUMBER.match(entity.replace(" ", "")) or _DATE_LIKE.match(entity):
+            continue
+        if not any(char.isalpha() for char in entity):
+            continue
+        usable.add(entity)
+    return usable
+
+
+def _build_gazetteer_index(gazetteer):
+    """first key -> list of (key tuple, name), longest first."""
+    index = collections.defaultdict(list)
+    for name in gazetteer:
+        keys = preprocessing._form_keys(name)
+        if keys:
+            index[keys[0]].append((keys, name))
+    for entries in index.values():
+        entries.sort(key=lambda pair: -len(pair[0]))
+    return dict(index)
+
+
+def _gazetteer_mentions(tokens, index, input_entities):
+    """Gazetteer entities written (capitalised) in the non-placeholder tokens of `tokens` and not
+    part of an input entity."""
+    if not index:
+        return []
+    keys, key_token = [], []
+    for position, token in enumerate(tokens):
+        if preprocessing.is_placeholder(token):
+            keys.append(None)
+            key_token.append(position)
+            continue
+        for key in preprocessing._match_keys(token):
+            keys.append(key)
+            key_token.append(position)
+    input_keys = [preprocessing._form_keys(entity) for entity in input_entities]
+    names, start = [], 0
+    while start < len(keys):
+        matched = None
+        for candidate, name in index.get(keys[start], ()):
+            end = start + len(candidate)
+            if (tuple(keys[start:end]) == candidate
+                    and (start == 0 or key_token[start - 1] != key_token[start])
+                    and (end == len(keys) or key_token[end] != key_token[end - 1])
+                    and tokens[key_token[start]][:1].isupper()):
+                matched = (candidate, name)
+                break
+        if matched is None:
+            start += 1
+            continue
+        candidate, name = matched
+        if not any(_contains(entity_keys, candidate) for entity_keys in input_keys):
+            names.append(name)
+        start += len(candidate)
+    return names
+
+
+def _contains(sequence, part):
+    length = len(part)
+    return any(tuple(sequence[i:i + length]) == part for i in range(len(sequence) - length + 1))
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def slot_error_scores(aligner, hypotheses, entries):
+    """Corpus slot error counts and rates of `hypotheses` (one per entry, in order).
+
+    A hypothesis is a surface string (judged with `judge`) or a token list with placeholders
+    (judged with `judge_delexicalised`). Pass a subset of entries (and their hypotheses) for
+    per-subset scores; `slot_error_report` does the WebNLG seen/unseen split.
+
+    Returns:
+        {"count", "triples", "correct", "missing", "wrong", "slot_error_rate" ((missing +
+        wrong) / triples), "missing_rate", "wrong_binding_rate" (wrong / triples),
+        "outputs_with_errors" (share of outputs with a missing or wrong triple),
+        "outputs_with_extra_entities" (share), "extra_entities" (total count),
+        "no_evidence_rate" (share of triples called correct without any cue evidence)}.
+    """
+    hypotheses, entries = list(hypotheses), list(entries)
+    if len(hypotheses) != len(entries):
+        raise ValueError(
+            f"Expected one hypothesis per entry. Received: {len(hypotheses)} hypotheses and "
+            f"{len(entries)} entries.")
+    totals = collections.Counter()
+    for hypothesis, entry in zip(hypotheses, entries):
+        if isinstance(hypothesis, str):
+            judgement = aligner.judge(entry.triples, hypothesis)
+        else:
+            judgement = aligner.judge_delexicalised(entry.triples, hypothesis)
+        totals["triples"] += judgement.num_triples
+        totals["correct"] += judgement.num_correct
+        totals["missing"] += judgement.num_missing
+        totals["wrong"] += judgement.num_wrong
+        totals["no_evidence"] += judgement.num_no_evidence
+        totals["extra_entities"] += judgement.num_extra_entities
+        totals["outputs_with_errors"] += judgement.num_errors > 0
+        totals["outputs_with_extra_entities"] += judgement.num_extra_entities > 0
+    count, triples = len(entries), totals["triples"]
+
+    def rate(value, denominator):
+        return value / denominator if denominator else 0.0
+
+    return {
+        "count": count,
+        "triples": triples,
+        "correct": totals["correct"],
+        "missing": totals["missing"],
+        "wrong": totals["wrong"],
+        "slot_error_rate": rate(totals["missing"] + totals["wrong"], triples),
+        "missing_rate": rate(totals["missing"], triples),
+        "wrong_binding_rate": rate(totals["wrong"], triples),
+        "outputs_with_errors": rate(totals["outputs_with_errors"], count),
+        "outputs_with_extra_entities": rate(totals["outputs_with_extra_entities"], count),
+        "extra_entities": totals["extra_entities"],
+        "no_evidence_rate": rate(totals["no_evidence"], triples),
+    }
+
+
+def slot_error_report(aligner, hypotheses, entries):
+    """`slot_error_scores` on all entries and on the seen / unseen categories (`entry.seen`),
+    like `evaluation.SUBSETS`; subsets without entries are left out."""
+    hypotheses, entries = list(hypotheses), list(entries)
+    report = {"all": slot_error_scores(aligner, hypotheses, entries)}
+    for name, flag in (("seen", True), ("unseen", False)):
+        chosen = [index for index, entry in enumerate(entries) if getattr(entry, "seen", None) is flag]
+        if chosen:
+            report[name] = slot_error_scores(
+                aligner, [hypotheses[i] for i in chosen], [entries[i] for i in chosen])
+    return report

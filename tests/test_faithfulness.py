@@ -1,0 +1,246 @@
+import math
+
+import pytest
+
+from onestep_gan.rdf2text import faithfulness
+from onestep_gan.rdf2text.faithfulness import SlotAligner, slot_error_scores
+from onestep_gan.rdf2text.preprocessing import delexicalise, relexicalise, detokenize
+from onestep_gan.rdf2text.webnlg import Triple, WebNLGEntry
+
+PEOPLE = [
+    ("Alan_Bean", "Wheeler,_Texas", "Test_pilot", "1932-03-15"),
+    ("Buzz_Aldrin", "Glen_Ridge,_New_Jersey", "Fighter_pilot", "1930-01-20"),
+    ("Elliot_See", "Dallas", "Engineer", "1927-07-23"),
+    ("Alan_Shepard", "New_Hampshire", "Naval_aviator", "1923-11-18"),
+    ("Walter_Schirra", "Hackensack", "Astronaut", "1923-03-12"),
+    ("Frank_Borman", "Gary,_Indiana", "Test_pilot", "1928-03-14"),
+]
+
+
+def _name(entity):
+    return entity.replace("_", " ")
+
+
+def _training_entries():
+    """A tiny hand-made train set: birth place, occupation, birth date, death place."""
+    entries = []
+    for index, (person, place, job, date) in enumerate(PEOPLE):
+        name, place_name, job_name = _name(person), _name(place), _name(job).lower()
+        triples = (
+            Triple(person, "birthPlace", place),
+            Triple(person, "occupation", job),
+            Triple(person, "birthDate", f'"{date}"'),
+        )
+        texts = (
+            f"{name} was born in {place_name} on {date} and worked as a {job_name}.",
+            f"{name}, who served as a {job_name}, was born in {place_name} on {date}.",
+            f"Born in {place_name} on {date}, {name} worked as a {job_name}.",
+        )
+        entries.append(WebNLGEntry(f"train/3triples/Astronaut/Id{index}", "Astronaut", 3, triples, texts))
+        death_place = PEOPLE[(index + 1) % len(PEOPLE)][1]
+        entries.append(WebNLGEntry(
+            f"train/1triples/Astronaut/Id{index}", "Astronaut", 1,
+            (Triple(person, "deathPlace", death_place),),
+            (f"{name} died in {_name(death_place)}.", f"{name} passed away in {_name(death_place)}."),
+        ))
+    entries.append(WebNLGEntry(
+        "train/1triples/City/Id1", "City", 1, (Triple("Houston", "country", "United_States"),),
+        ("Houston is in the United States.",)))
+    return entries
+
+
+@pytest.fixture(scope="module")
+def aligner():
+    # A tiny corpus gives small cue weights (few predicates to contrast): lower thresholds.
+    return SlotAligner.from_entries(
+        _training_entries(), min_count=1, smoothing=0.0, margin=1.5, min_rival=2.0)
+
+
+BEAN = (
+    Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
+    Triple("Alan_Bean", "occupation", "Test_pilot"),
+)
+
+
+@pytest.mark.parametrize("text, labels", [
+    ("Alan Bean was born in Wheeler, Texas and worked as a test pilot.", ("correct", "correct")),
+    ("Alan Bean was born in Wheeler, Texas.", ("correct", "missing")),
+    ("Alan Bean was born in Test pilot and served as a Wheeler, Texas.", ("wrong", "wrong")),
+    ("Alan Bean was born in Wheeler, Texas. He worked as a test pilot.", ("correct", "correct")),
+    ("Born in Wheeler, he worked as a test pilot.", ("correct", "correct")),
+    ("Alan Bean was a test pilot.", ("missing", "correct")),
+    ("Alan Bean was born in Wheelr, Texas and worked as a test pilote.", ("correct", "correct")),
+    ("Alan Bean was born in Wheeling and worked as a pilot.", ("missing", "missing")),
+])
+def test_judge_labels(aligner, text, labels):
+    judgement = aligner.judge(BEAN, text)
+    assert judgement.labels == labels
+    assert judgement.extra_entities == ()
+
+
+def test_swapped_pair_names_the_rival_predicates(aligner):
+    judgement = aligner.judge(BEAN, "Alan Bean was born in Test pilot and served as a Wheeler, Texas.")
+    assert [t.rival_predicate for t in judgement.triples] == ["occupation", "birthPlace"]
+    assert (judgement.num_triples, judgement.num_correct, judgement.num_missing,
+            judgement.num_wrong, judgement.num_errors) == (2, 0, 0, 2, 2)
+    assert not judgement.is_faithful
+
+
+def test_shared_object_is_not_a_rival(aligner):
+    triples = (
+        Triple("Alan_Bean", "birthPlace", "Dallas"),
+        Triple("Alan_Bean", "deathPlace", "Dallas"),
+        Triple("Alan_Bean", "occupation", "Test_pilot"),
+    )
+    assert aligner.judge(
+        triples, "Alan Bean was born in Dallas, where he died, and worked as a test pilot."
+    ).labels == ("correct", "correct", "correct")
+    assert aligner.judge(triples, "Alan Bean died in Dallas.").labels == ("correct", "correct", "missing")
+
+
+@pytest.mark.parametrize("text", [
+    "Alan Bean was born on 15 March 1932.",
+    "Alan Bean was born on March 15, 1932.",
+    "Alan Bean was born on March 15th, 1932.",
+    "Alan Bean was born on the 15th of March 1932.",
+    "Alan Bean was born on 1932-03-15.",
+])
+def test_date_fallback_forms_are_mentions(aligner, text):
+    triples = (Triple("Alan_Bean", "birthDate", '"1932-03-15"'),)
+    assert aligner.judge(triples, text).labels == ("correct",)
+
+
+def test_ordinals_other_than_days_are_kept(aligner):
+    triples = (Triple("Asser_Levy_Public_Baths", "location", "23rd_Street_(Manhattan)"),)
+    assert aligner.judge(triples, "Asser Levy Public Baths is on 23rd Street (Manhattan).").labels == (
+        "correct",)
+
+
+def test_looser_forms_and_nested_mentions(aligner):
+    triples = (Triple("Alan_Bean", "nationality", "United_States"),)
+    assert aligner.judge(triples, "Alan Bean was an American.").labels == ("correct",)
+    nested = (
+        Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
+        Triple("Wheeler,_Texas", "isPartOf", "Texas"),
+    )
+    # "Texas" is written only inside "Wheeler, Texas": mentioned.
+    judgement = aligner.judge(nested, "Alan Bean was born in Wheeler, Texas.")
+    assert judgement.labels == ("correct", "correct")
+    assert judgement.num_no_evidence == 1
+
+
+def test_extra_entities(aligner):
+    text = "Alan Bean was born in Wheeler, Texas and worked as a test pilot in Houston."
+    judgement = aligner.judge(BEAN, text)
+    assert judgement.labels == ("correct", "correct")
+    assert judgement.extra_entities == ("Houston",)
+    assert not judgement.is_faithful
+    tokens = "ENT_1 was born in ENT_2 and worked as a ENT_3 with ENT_7 .".split()
+    judgement = aligner.judge_delexicalised(BEAN, tokens)
+    assert judgement.labels == ("correct", "correct")
+    assert judgement.extra_entities == ("ENT_7",)
+    # Words of an input entity are not extra ("Texas" of "Wheeler, Texas").
+    assert aligner.judge(BEAN, "Alan Bean was born in Wheeler in Texas.").extra_entities == ()
+
+
+@pytest.mark.parametrize("tokens, labels", [
+    ("ENT_1 was born in ENT_2 and worked as a ENT_3 .", ("correct", "correct")),
+    ("ENT_1 was born in ENT_3 and served as a ENT_2 .", ("wrong", "wrong")),
+    ("ENT_1 was born in ENT_2 .", ("correct", "missing")),
+    ("He worked as a ENT_3 .", ("missing", "correct")),
+])
+def test_delexicalised_path_agrees_with_surface_path(aligner, tokens, labels):
+    tokens = tokens.split()
+    entity_map = delexicalise(list(BEAN)).entity_map
+    assert entity_map == {"ENT_1": "Alan Bean", "ENT_2": "Wheeler, Texas", "ENT_3": "Test pilot"}
+    delexicalised = aligner.judge_delexicalised(BEAN, tokens)
+    surface = aligner.judge(BEAN, detokenize(relexicalise(tokens, entity_map)))
+    assert delexicalised.labels == surface.labels == labels
+    assert delexicalised.extra_entities == surface.extra_entities == ()
+
+
+def test_unseen_predicate_uses_its_own_words(aligner):
+    triples = (
+        Triple("Alan_Bean", "almaMater", "UT_Austin"),
+        Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
+    )
+    # No cues were mined for almaMater: a plain mention is correct, with no evidence.
+    judgement = aligner.judge(triples, "Alan Bean went to UT Austin and was born in Wheeler, Texas.")
+    assert judgement.labels == ("correct", "correct")
+    assert judgement.triples[0].no_evidence
+    # Its object in the birth place slot is bound elsewhere.
+    judgement = aligner.judge(triples, "Alan Bean was born in UT Austin.")
+    assert judgement.labels == ("wrong", "missing")
+
+
+def test_slot_error_scores(aligner):
+    entries = [
+        WebNLGEntry("dev/2triples/Astronaut/Id1", "Astronaut", 2, BEAN, ("ref",)),
+        WebNLGEntry("dev/2triples/Astronaut/Id2", "Astronaut", 2, BEAN, ("ref",)),
+        WebNLGEntry("dev/2triples/Astronaut/Id3", "Astronaut", 2, BEAN, ("ref",)),
+    ]
+    hypotheses = [
+        "Alan Bean was born in Wheeler, Texas and worked as a test pilot.",
+        "Alan Bean was born in Test pilot and served as a Wheeler, Texas in Houston.",
+        "ENT_1 was born in ENT_2 .".split(),
+    ]
+    assert slot_error_scores(aligner, hypotheses, entries) == {
+        "count": 3, "triples": 6, "correct": 3, "missing": 1, "wrong": 2,
+        "slot_error_rate": 0.5, "missing_rate": 1 / 6, "wrong_binding_rate": 2 / 6,
+        "outputs_with_errors": 2 / 3, "outputs_with_extra_entities": 1 / 3, "extra_entities": 1,
+        "no_evidence_rate": 0.0,
+    }
+    with pytest.raises(ValueError, match="one hypothesis per entry"):
+        slot_error_scores(aligner, hypotheses[:2], entries)
+
+
+def test_slot_error_report_subsets(aligner):
+    seen = WebNLGEntry("test/Id1", "Astronaut", 2, BEAN, ("ref",), seen=True)
+    unseen = WebNLGEntry("test/Id2", "Astronaut", 2, BEAN, ("ref",), seen=False)
+    report = faithfulness.slot_error_report(
+        aligner, ["Alan Bean was born in Wheeler, Texas.", "Alan Bean was a test pilot."], [seen, unseen])
+    assert sorted(report) == ["all", "seen", "unseen"]
+    assert (report["seen"]["missing"], report["unseen"]["missing"], report["all"]["missing"]) == (1, 1, 2)
+
+
+def test_save_load_round_trip(aligner, tmp_path):
+    path = aligner.save(tmp_path / "run" / "aligner.json")
+    loaded = SlotAligner.load(path)
+    assert loaded.get_config() == aligner.get_config()
+    assert SlotAligner.from_config(aligner.get_config()).get_config() == aligner.get_config()
+    for text in ("Alan Bean was born in Test pilot and served as a Wheeler, Texas.",
+                 "Alan Bean was born in Wheeler, Texas in Houston."):
+        assert loaded.judge(BEAN, text) == aligner.judge(BEAN, text)
+
+
+def test_mined_cues(aligner):
+    assert sorted(aligner.cues) == ["birth date", "birth place", "country", "death place", "occupation"]
+    # "born" left of a birth place: in all its 18 mentions, and in no other of the 67 object
+    # mentions (6 people x 3 texts x 3 predicates, 12 death places, 1 country).
+    assert aligner.cues["birth place"]["L:born"] == round(math.log((18 / 18) / (18 / 67)), 3)
+    assert "L:born" not in aligner.cues["occupation"]
+    assert aligner.gazetteer == (
+        "Alan Bean", "Alan Shepard", "Astronaut", "Buzz Aldrin", "Dallas", "Elliot See", "Engineer",
+        "Fighter pilot", "Frank Borman", "Gary, Indiana", "Glen Ridge, New Jersey", "Hackensack",
+        "Houston", "Naval aviator", "New Hampshire", "Test pilot", "United States", "Walter Schirra",
+        "Wheeler, Texas")
+
+
+@pytest.mark.slow
+def test_real_corpus_references_and_the_issue_example(webnlg_path):
+    from onestep_gan.rdf2text.webnlg import load_webnlg
+
+    aligner = SlotAligner.from_entries(load_webnlg("train", webnlg_path))
+    dev = load_webnlg("dev", webnlg_path)
+    hypotheses = [text for entry in dev for text in entry.texts]
+    entries = [entry for entry in dev for _ in entry.texts]
+    scores = slot_error_scores(aligner, hypotheses, entries)
+    assert (scores["count"], scores["triples"], scores["missing"], scores["wrong"]) == (2268, 6803, 366, 95)
+    triples = (
+        Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
+        Triple("Alan_Bean", "occupation", "Test_pilot"),
+    )
+    swapped = "Alan Bean was born in Test pilot and served as a Wheeler, Texas."
+    faithful = "Alan Bean was born in Wheeler, Texas and served as a test pilot."
+    assert aligner.judge(triples, swapped).labels == ("wrong", "wrong")
+    assert aligner.judge(triples, faithful).labels == ("correct", "correct")
