@@ -42,3 +42,19 @@ def test_generate_beam_width_one_equals_greedy_and_rows_are_independent():
         generate(model, GENERATOR_SOURCE, max_length=8)
     with pytest.raises(ValueError, match="method='sample'"):
         generate(model, GENERATOR_SOURCE, method="sample")
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam"])
+def test_copying_generator_cached_equals_uncached_and_never_invents_a_placeholder(method):
+    keras.utils.set_random_seed(4)
+    model = TransformerGenerator(
+        vocabulary_size=13, max_source_length=8, max_target_length=7, model_dim=16, num_heads=2,
+        feedforward_dim=32, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0,
+        placeholder_ids=(4, 5, 6),
+    )
+    source = np.array([[7, 4, 8, 5, 0], [9, 6, 10, 0, 0]], dtype="int32")
+    cached = generate(model, source, method=method, beam_width=3, use_cache=True)
+    uncached = generate(model, source, method=method, beam_width=3, use_cache=False)
+    np.testing.assert_array_equal(cached, uncached)
+    cached = keras.ops.convert_to_numpy(cached)
+    assert not np.isin(cached[0], [6]).any() and not np.isin(cached[1], [4, 5]).any()

@@ -203,3 +203,66 @@ def test_trainable_weight_count(model):
     assert expected == 2643
     assert sum(int(np.prod(weight.shape)) for weight in model.trainable_weights) == expected
     assert len(model.trainable_weights) == 1 + 2 + 16 + 2 * 26 + 4 + 1
+
+
+COPY = dict(TINY, placeholder_ids=(4, 5, 6))
+COPY_SOURCE = np.array([[7, 4, 8, 5, 0], [9, 6, 10, 0, 0]], dtype="int32")  # ids 4-6: placeholders
+COPY_TARGET = np.array([[2, 4, 7, 5], [2, 6, 8, 3]], dtype="int32")
+
+
+def _probabilities(logits):
+    logits = ops.convert_to_numpy(logits)
+    probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return probabilities / probabilities.sum(axis=-1, keepdims=True)
+
+
+def test_copying_gives_absent_placeholders_no_probability():
+    model = TransformerGenerator(**COPY)
+    probabilities = _probabilities(model({"source": COPY_SOURCE, "target": COPY_TARGET}))
+    # Row 0 holds placeholders 4 and 5, row 1 only 6.
+    assert probabilities[0, :, 6].max() == 0.0
+    assert probabilities[1, :, 4].max() == 0.0 and probabilities[1, :, 5].max() == 0.0
+    assert probabilities[0, :, 4].min() > 0.0 and probabilities[1, :, 6].min() > 0.0
+    np.testing.assert_allclose(probabilities.sum(axis=-1), 1.0, rtol=1e-5)
+
+
+def test_copying_cached_decode_step_equals_full_call():
+    model = TransformerGenerator(**COPY)
+    full = ops.convert_to_numpy(model({"source": COPY_SOURCE, "target": COPY_TARGET}))
+    memory, source_mask = model.encode(COPY_SOURCE)
+    cache = model.init_cache(memory, source_mask, max_length=4, source_ids=COPY_SOURCE)
+    for step in range(4):
+        step_logits, cache = model.decode_step(COPY_TARGET[:, step], step, cache)
+        np.testing.assert_allclose(ops.convert_to_numpy(step_logits), full[:, step], atol=1e-5)
+    with pytest.raises(ValueError, match="source_ids"):
+        model.init_cache(memory, source_mask, max_length=4)
+
+
+def test_copying_leaves_the_backbone_initialisation_and_round_trips(tmp_path):
+    keras.utils.set_random_seed(5)
+    plain = TransformerGenerator(**TINY)
+    plain.build()
+    keras.utils.set_random_seed(5)
+    copying = TransformerGenerator(**COPY)
+    copying.build()
+    def by_path(model):  # paths without the model's own (numbered) name
+        return {weight.path.split("/", 1)[1]: ops.convert_to_numpy(weight) for weight in model.weights}
+
+    plain_weights, copy_weights = by_path(plain), by_path(copying)
+    assert set(plain_weights) < set(copy_weights)
+    for path, value in plain_weights.items():
+        np.testing.assert_array_equal(value, copy_weights[path])
+    assert len(copying.trainable_weights) == len(plain.trainable_weights) + 4  # query, key, gate (+bias)
+    path = tmp_path / "copying.keras"
+    copying.save(path)
+    restored = keras.saving.load_model(path, safe_mode=True)
+    assert restored.placeholder_ids == (4, 5, 6)
+    inputs = {"source": COPY_SOURCE, "target": COPY_TARGET}
+    np.testing.assert_array_equal(ops.convert_to_numpy(restored(inputs)), ops.convert_to_numpy(copying(inputs)))
+
+
+def test_bad_placeholder_ids_raise():
+    with pytest.raises(ValueError, match="exclude the PAD"):
+        TransformerGenerator(**dict(TINY, placeholder_ids=(0, 4)))
+    with pytest.raises(ValueError, match="placeholder_ids"):
+        TransformerGenerator(**dict(TINY, placeholder_ids=(11,)))

@@ -125,18 +125,17 @@ class TransformerGenerator(TransformerBackbone):
                 f"Received: placeholder_ids={list(placeholder_ids)}"
             )
         self.placeholder_ids = placeholder_ids
-        if self.placeholder_ids:
-            # Constructed after the backbone, so the backbone's seeded initialisation is the
-            # same with and without copying.
-            self.copy_query = keras.layers.Dense(self.model_dim, use_bias=False, name="copy_query")
-            self.copy_key = keras.layers.Dense(self.model_dim, use_bias=False, name="copy_key")
-            self.copy_gate = keras.layers.Dense(1, name="copy_gate")
 
     def build_head(self):
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocabulary_size,), initializer="zeros"
         )
         if self.placeholder_ids:
+            # Created here, after every backbone layer: their initialisers draw seeds last, so
+            # the backbone's seeded initialisation is the same with and without copying.
+            self.copy_query = keras.layers.Dense(self.model_dim, use_bias=False, name="copy_query")
+            self.copy_key = keras.layers.Dense(self.model_dim, use_bias=False, name="copy_key")
+            self.copy_gate = keras.layers.Dense(1, name="copy_gate")
             hidden_shape = (None, None, self.model_dim)
             for layer in (self.copy_query, self.copy_key, self.copy_gate):
                 layer.build(hidden_shape)
