@@ -81,10 +81,14 @@ def beam_search(
     bos_id,
     eos_id,
     pad_id,
+    return_all=False,
 ):
     """Beam search. `state` has leading dim `batch_size * beam_width` (see `tile_beams`).
 
-    Returns the best hypothesis per example, ids after BOS, `(batch_size, max_length)` int32.
+    Returns the best hypothesis per example, ids after BOS, `(batch_size, max_length)` int32;
+    with `return_all`, every final hypothesis, best first: `(sequences (batch, beam,
+    max_length), scores (batch, beam))` with the length-normalised log-probabilities (for
+    reranking).
     """
     max_length = int(max_length)
     beam_width = int(beam_width)
@@ -151,6 +155,11 @@ def beam_search(
     _, _, scores, lengths, _, sequences, _ = ops.while_loop(
         condition, body, (step, tokens, scores, lengths, finished, sequences, state)
     )
-    best_beams = ops.argmax(scores / _length_penalty(lengths, alpha), axis=-1)  # (batch,)
+    normalized = scores / _length_penalty(lengths, alpha)  # (batch, beam)
+    if return_all:
+        ranked_scores, order = ops.top_k(normalized, k=beam_width)  # (batch, beam), best first
+        order = ops.cast(order, "int32")
+        return ops.take_along_axis(sequences, order[..., None], axis=1), ranked_scores
+    best_beams = ops.argmax(normalized, axis=-1)  # (batch,)
     best_beams = ops.cast(best_beams, "int32")[:, None, None]
     return ops.take_along_axis(sequences, best_beams, axis=1)[:, 0, :]

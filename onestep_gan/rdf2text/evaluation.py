@@ -12,6 +12,8 @@ Metrics
   contains, a cheap faithfulness proxy (omissions).
 - `repeated_trigram_share`: share of outputs repeating a token 3-gram, a proxy for the
   repetition loops of neural decoders.
+- With a `faithfulness.SlotAligner`: `slot_error_rate` (input triples missing or bound to the
+  wrong triple), `wrong_binding_rate`, `missing_rate` and `outputs_with_extra_entities`.
 
 `evaluate_outputs` computes all of them on the whole set and on the WebNLG "seen" and
 "unseen" categories; `write_report` saves hypotheses and scores (JSON and Markdown).
@@ -42,8 +44,12 @@ REPORT_COLUMNS = (
     ("chrf_pp", "chrF++", 1.0),
     ("entity_coverage", "coverage %", 100.0),
     ("repeated_trigram_share", "repeated-3gram %", 100.0),
+    ("slot_error_rate", "slot errors %", 100.0),
+    ("wrong_binding_rate", "wrong bindings %", 100.0),
     ("count", "count", None),
 )
+# Keys of `faithfulness.slot_error_scores` copied into the scores.
+SLOT_ERROR_KEYS = ("slot_error_rate", "wrong_binding_rate", "missing_rate", "outputs_with_extra_entities")
 
 _WORD_TOKENIZER = NLTKWordTokenizer()
 # A word ending in sentence punctuation before whitespace ("Texas. He"). The Treebank
@@ -223,14 +229,21 @@ def repeated_trigram_share(hypotheses):
     return repeated / len(hypotheses)
 
 
-def _score_subset(hypotheses, entries):
+def _score_subset(hypotheses, entries, aligner=None):
     references = [list(entry.texts) for entry in entries]
+    slot_errors = {}
+    if aligner is not None:
+        from onestep_gan.rdf2text.faithfulness import slot_error_scores
+
+        scores = slot_error_scores(aligner, hypotheses, entries)
+        slot_errors = {key: scores[key] for key in SLOT_ERROR_KEYS}
     return {
         "bleu_2017": bleu_2017(hypotheses, references),
         "sacrebleu": sacrebleu_bleu(hypotheses, references),
         "chrf_pp": chrf_plus_plus(hypotheses, references),
         "entity_coverage": entity_coverage(hypotheses, [entry.triples for entry in entries]),
         "repeated_trigram_share": repeated_trigram_share(hypotheses),
+        **slot_errors,
         "count": len(hypotheses),
     }
 
@@ -251,12 +264,13 @@ def _check_entries(hypotheses, entries):
             )
 
 
-def evaluate_outputs(hypotheses, entries):
+def evaluate_outputs(hypotheses, entries, aligner=None):
     """Scores outputs on all entries and on the seen / unseen categories.
 
     Args:
         hypotheses: list of output strings, in the order of `entries`.
         entries: WebNLG entries (`texts`, `triples`, `seen`, `entry_id`).
+        aligner: a `faithfulness.SlotAligner` (mined from train); adds the slot error rates.
 
     Returns:
         `{"all": scores, "seen": scores, "unseen": scores}` where scores holds
@@ -276,27 +290,28 @@ def evaluate_outputs(hypotheses, entries):
     for name in SUBSETS:
         if subsets[name]:
             subset_hypotheses, subset_entries = zip(*subsets[name])
-            scores[name] = _score_subset(list(subset_hypotheses), list(subset_entries))
+            scores[name] = _score_subset(list(subset_hypotheses), list(subset_entries), aligner)
     return scores
 
 
 def format_markdown_table(scores):
     """Markdown table of `evaluate_outputs` scores: one row per subset present."""
-    header = "| subset | " + " | ".join(title for _, title, _ in REPORT_COLUMNS) + " |"
-    separator = "|---|" + "---:|" * len(REPORT_COLUMNS)
+    columns = [column for column in REPORT_COLUMNS if column[0] in scores.get("all", {})]
+    header = "| subset | " + " | ".join(title for _, title, _ in columns) + " |"
+    separator = "|---|" + "---:|" * len(columns)
     lines = [header, separator]
     for name in SUBSETS:
         if name not in scores:
             continue
         cells = []
-        for key, _, scale in REPORT_COLUMNS:
+        for key, _, scale in columns:
             value = scores[name][key]
             cells.append(str(int(value)) if scale is None else f"{value * scale:.2f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def write_report(run_dir, hypotheses, entries, scores=None, name="test"):
+def write_report(run_dir, hypotheses, entries, scores=None, name="test", aligner=None):
     """Writes hypotheses and scores of one evaluation to `run_dir`.
 
     Files: `{name}_hypotheses.txt` (one output per line, in entry order; whitespace runs
@@ -308,6 +323,7 @@ def write_report(run_dir, hypotheses, entries, scores=None, name="test"):
         entries: WebNLG entries.
         scores: precomputed `evaluate_outputs` result; computed when None.
         name: file name prefix, e.g. "test" or "dev".
+        aligner: a `faithfulness.SlotAligner`, passed to `evaluate_outputs`.
 
     Returns:
         The scores dict.
@@ -315,7 +331,7 @@ def write_report(run_dir, hypotheses, entries, scores=None, name="test"):
     hypotheses, entries = list(hypotheses), list(entries)
     _check_entries(hypotheses, entries)
     if scores is None:
-        scores = evaluate_outputs(hypotheses, entries)
+        scores = evaluate_outputs(hypotheses, entries, aligner)
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     lines = [_WHITESPACE.sub(" ", hypothesis).strip() for hypothesis in hypotheses]

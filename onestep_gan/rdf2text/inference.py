@@ -38,6 +38,7 @@ def generate(
     length_penalty=0.6,
     max_length=None,
     use_cache=True,
+    return_candidates=False,
 ):
     """Decodes `source_ids (batch, source_len)` with a `TransformerGenerator`.
 
@@ -49,9 +50,13 @@ def generate(
         max_length: tokens to generate; defaults to `model.max_target_length`.
         use_cache: decode with `model.decode_step` and a key/value cache (linear cost per
             token); False re-runs the full model on the prefix each step (reference path).
+        return_candidates: beam only: return every final beam, best first, with its
+            length-normalised score (`(batch, beam, max_length)`, `(batch, beam)`), for reranking.
 
     Returns ids after BOS, `(batch, max_length)` int32, PAD after EOS.
     """
+    if return_candidates and method != "beam":
+        raise ValueError(f"`return_candidates` needs method='beam'. Received: method={method!r}")
     if method not in ("greedy", "beam"):
         raise ValueError(f"`method` must be 'greedy' or 'beam'. Received: method={method!r}")
     max_length = model.max_target_length if max_length is None else int(max_length)
@@ -85,11 +90,18 @@ def generate(
         beam_width=beam_width,
         length_penalty=length_penalty,
         **special_ids,
+        return_all=return_candidates,
     )
 
 
 def make_generate_function(
-    model, method="beam", beam_width=4, length_penalty=0.6, max_length=None, use_cache=True
+    model,
+    method="beam",
+    beam_width=4,
+    length_penalty=0.6,
+    max_length=None,
+    use_cache=True,
+    return_candidates=False,
 ):
     """`generate` compiled with `tf.function`: `(batch, source_len)` ids -> output ids.
 
@@ -107,20 +119,35 @@ def make_generate_function(
             length_penalty=length_penalty,
             max_length=max_length,
             use_cache=use_cache,
+            return_candidates=return_candidates,
         )
 
     return generate_function
 
 
-def decode_examples(generate_function, examples, preprocessor, batch_size, progress=True):
-    """Decodes `EncodedExample`s with `generate_function`; returns texts in example order."""
+def decode_examples(generate_function, examples, preprocessor, batch_size, progress=True, reranker=None):
+    """Decodes `EncodedExample`s with `generate_function`; returns texts in example order.
+
+    With a `reranking.SlotErrorReranker`, `generate_function` must return beam candidates
+    (`make_generate_function(..., return_candidates=True)`), and each text is the candidate
+    the reranker chooses.
+    """
     texts = [None] * len(examples)
     batches = list(datasets.source_batches(examples, batch_size, pad_id=preprocessor.pad_id))
     progress_bar = keras.utils.Progbar(len(examples), unit_name="sentence") if progress else None
     for source_ids, indices in batches:
-        output_ids = keras.ops.convert_to_numpy(generate_function(source_ids))
-        for row, index in enumerate(indices):
-            texts[index] = preprocessor.decode(output_ids[row], examples[index].entity_map)
+        outputs = generate_function(source_ids)
+        if reranker is None:
+            output_ids = keras.ops.convert_to_numpy(outputs)
+            for row, index in enumerate(indices):
+                texts[index] = preprocessor.decode(output_ids[row], examples[index].entity_map)
+        else:
+            candidate_ids = keras.ops.convert_to_numpy(outputs[0])  # (batch, beam, length)
+            for row, index in enumerate(indices):
+                example = examples[index]
+                candidates = [preprocessor.vocabulary.decode(ids) for ids in candidate_ids[row]]
+                best = reranker.choose(example.triples, candidates, example.entity_map)
+                texts[index] = preprocessor.relexicalise(candidates[best], example.entity_map)
         if progress_bar is not None:
             progress_bar.add(len(indices))
     return texts
@@ -136,22 +163,28 @@ def generate_texts(
     batch_size=32,
     max_length=None,
     progress=False,
+    reranker=None,
 ):
     """Texts for sets of triples.
 
     Args:
         model: a trained `TransformerGenerator`.
-        preprocessor: its `TextPreprocessor` (`runs.load_mle_run` returns both).
+        preprocessor: its `TextPreprocessor` (`runs.load_run` returns both).
         triple_sets: list of triple sets; each triple a `webnlg.Triple` or a
             `(subject, predicate, object)` tuple, in WebNLG spelling (`Alan_Bean`).
         method, beam_width, length_penalty, max_length: see `generate`.
         batch_size: sentences decoded at once.
+        reranker: a `reranking.SlotErrorReranker` (beam only): the beam candidate with the
+            fewest slot errors wins.
 
     Returns:
         One string per triple set.
     """
     examples = preprocessor.encode_triples(triple_sets)
     generate_function = make_generate_function(
-        model, method=method, beam_width=beam_width, length_penalty=length_penalty, max_length=max_length
+        model, method=method, beam_width=beam_width, length_penalty=length_penalty, max_length=max_length,
+        return_candidates=reranker is not None,
     )
-    return decode_examples(generate_function, examples, preprocessor, batch_size, progress=progress)
+    return decode_examples(
+        generate_function, examples, preprocessor, batch_size, progress=progress, reranker=reranker
+    )

@@ -219,7 +219,6 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     dev_dataset = datasets.make_training_dataset(
         dev_loss_examples, config.batch_size, shuffle=False, bucket_boundaries=config.bucket_boundaries,
         **preprocessor.special_ids,
-        placeholder_ids=preprocessor.placeholder_ids if config.copy_placeholders else (),
     )
     train_dataset, steps_per_epoch = datasets.with_known_length(train_dataset)
     dev_dataset, _ = datasets.with_known_length(dev_dataset)

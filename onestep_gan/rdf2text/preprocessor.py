@@ -30,12 +30,14 @@ class EncodedExample:
         target_ids: delexicalised reference text, as ids without BOS/EOS; `None` when
             encoded for decoding.
         entity_map: placeholder -> entity, for `preprocessing.relexicalise`.
+        triples: the entry's triples (for judging outputs, e.g. reranking beam candidates).
     """
 
     entry_id: str
     source_ids: tuple
     target_ids: tuple | None
     entity_map: dict
+    triples: tuple = ()
 
 
 class TextPreprocessor:
@@ -114,7 +116,11 @@ class TextPreprocessor:
 
     def decode(self, ids, entity_map):
         """Output ids (after BOS; stops at EOS) -> relexicalised, detokenised text."""
-        tokens = self.vocabulary.decode(ids)
+        return self.relexicalise(self.vocabulary.decode(ids), entity_map)
+
+    @staticmethod
+    def relexicalise(tokens, entity_map):
+        """Delexicalised output tokens -> text with the entities put back, detokenised."""
         return preprocessing.detokenize(preprocessing.relexicalise(tokens, entity_map))
 
     def _encode(self, delexicalised_pairs):
@@ -132,7 +138,10 @@ class TextPreprocessor:
                 source_ids = source_ids[: self.max_source_length]
                 truncated += 1
             examples.append(
-                EncodedExample(entry.entry_id, tuple(source_ids), target_ids, dict(delexicalised.entity_map))
+                EncodedExample(
+                    entry.entry_id, tuple(source_ids), target_ids, dict(delexicalised.entity_map),
+                    tuple(entry.triples),
+                )
             )
         if truncated:
             logger.warning("Truncated %d of %d sequences to the maximum lengths.", truncated, len(examples))
