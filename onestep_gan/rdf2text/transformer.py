@@ -18,7 +18,7 @@ Two features serve the GAN trainer:
   (Vinyals et al., 2015; See et al., 2017): `gate(h) + log sum_j softmax_j(q(h) . k(m_j))` over
   the source positions j holding that placeholder, where `m_j` is the encoder state there (which
   has read the predicate next to it). Placeholders absent from the source get no probability,
-  so the model cannot invent one. The other logits are unchanged.
+  so the model cannot invent one (their logit is -30). The other logits are unchanged.
 - A fixed-shape cache. `init_cache` preallocates self-attention keys/values of shape
   `(batch, max_length, heads, head_dim)` and computes the cross-attention keys/values
   once; `decode_step` writes position `step` with a position-mask select (differentiable,
@@ -42,6 +42,10 @@ from onestep_gan.rdf2text.backbone import TransformerBackbone
 
 # Added to the copy scores of source positions that hold no placeholder (exp() underflows to 0).
 _MASK_VALUE = -1e9
+# Logit of a placeholder absent from the source: probability ~1e-13 next to ordinary logits, so
+# it is never chosen, yet finite, so a label-smoothed loss (which puts eps / vocab on every id)
+# stays small instead of adding eps / vocab * 1e9.
+_ABSENT_PLACEHOLDER_LOGIT = -30.0
 
 
 @keras.saving.register_keras_serializable(package="onestep_gan")
@@ -162,6 +166,8 @@ class TransformerGenerator(TransformerBackbone):
         slot_bias = ops.where(slots, 0.0, _MASK_VALUE)[:, None, :, :]  # (b, 1, s, P)
         per_placeholder = ops.logsumexp(pointer[..., None] + ops.cast(slot_bias, pointer.dtype), axis=2)
         copy_logits = self.copy_gate(hidden) + per_placeholder  # (b, t, P)
+        absent = ops.logical_not(ops.any(slots, axis=1))[:, None, :]  # (b, 1, P)
+        copy_logits = ops.where(absent, ops.cast(_ABSENT_PLACEHOLDER_LOGIT, copy_logits.dtype), copy_logits)
         # Scatter the P copy logits into the vocabulary axis: slot index per vocabulary id
         # (P, a zero column, for the other ids), then a select.
         num_placeholders = len(self.placeholder_ids)
