@@ -176,9 +176,7 @@ class GANModel(keras.Model):
                     "gan.fit(conditions, real). Received only one input and no real samples. "
                     "For an unconditional GAN, set latent_dim."
                 )
-            conditions, real = _to_tensors(x), _to_tensors(y)
-            self._check_batch_sizes(conditions, real)
-            return conditions, real
+            return self._check_batch_sizes(_to_tensors(x), _to_tensors(y))
         if y is not None:
             raise ValueError(
                 f"An unconditional GAN (latent_dim={self.latent_dim}) is fit on real samples "
@@ -188,7 +186,8 @@ class GANModel(keras.Model):
         return None, _to_tensors(x)
 
     def _check_batch_sizes(self, conditions, real):
-        """Conditions and real samples must pair up: one batch size (checked at run time if unknown)."""
+        """Conditions and real samples must pair up: one batch size (checked at run time if
+        unknown; then the returned tensors depend on the check, so it runs before G and D)."""
         conditions_leaf, real_leaf = tree.flatten(conditions)[0], tree.flatten(real)[0]
         conditions_batch, real_batch = conditions_leaf.shape[0], real_leaf.shape[0]
         message = (
@@ -204,10 +203,14 @@ class GANModel(keras.Model):
         elif keras.backend.backend() == "tensorflow":  # Shapes known only at run time.
             import tensorflow as tf
 
-            tf.debugging.assert_equal(
+            check = tf.debugging.assert_equal(
                 tf.shape(conditions_leaf)[0], tf.shape(real_leaf)[0],
                 message=f"{message}. Received (conditions batch, real batch):",
             )
+            with tf.control_dependencies([check] if check is not None else []):
+                conditions = tree.map_structure(tf.identity, conditions)
+                real = tree.map_structure(tf.identity, real)
+        return conditions, real
 
     def warn_if_a_part_is_frozen(self):
         """Warns (once per traced train step) if G or D has no trainable weights."""

@@ -624,14 +624,14 @@ def test_conditions_and_real_samples_must_have_one_batch_size():
         tf.data.Dataset.from_tensor_slices(np.concatenate([real, real])).batch(8, drop_remainder=True),
     )
     with pytest.raises(ValueError, match=r"same batch size.*Received: conditions batch 4, real batch 8"):
-        gan.fit(mismatched, verbose=0)
+        gan.fit(mismatched, shuffle=False, verbose=0)
     # Batch sizes unknown until run time: refused at the first step.
     unknown = tf.data.Dataset.zip(
         tf.data.Dataset.from_tensor_slices(conditions).batch(4),
         tf.data.Dataset.from_tensor_slices(np.concatenate([real, real])).batch(8),
     )
     with pytest.raises((ValueError, tf.errors.InvalidArgumentError), match=r"same batch size"):
-        gan.fit(unknown, verbose=0)
+        gan.fit(unknown, shuffle=False, verbose=0)
 
 
 @pytest.mark.parametrize("part", ["discriminator", "generator"])
