@@ -48,8 +48,8 @@ class OneStepGAN(GANModel):
             shape `(batch,)` or `(batch, 1)`.
         loss: `"hinge"` (default), `"non_saturating"`, `"least_squares"`,
             `"relativistic"` or `"wasserstein"` (with gradient penalty).
-        lam: weight of the generator bracket, >= 0 (under SGD, the G:D
-            learning-rate ratio).
+        lam: weight of the generator bracket, a finite number >= 0 (under SGD,
+            the G:D learning-rate ratio).
         latent_dim: noise size for an unconditional GAN; `None` (default) for a
             conditional GAN fit on `(conditions, real)`.
         gradient_penalty_weight: WGAN-GP weight, used by `"wasserstein"`.
@@ -64,7 +64,12 @@ class OneStepGAN(GANModel):
             for its batch size (unconditional). Returns a generated batch.
 
     `fit` logs `loss`, `d_loss`, `g_loss`, `real_score` and `fake_score`;
-    `evaluate` reports the same without updating weights.
+    `evaluate` reports the same without updating weights. Keras infers the
+    direction of `loss` only: use `EarlyStopping(monitor="d_loss", mode="min")`.
+    Regularisation losses of G and D (weights, activity) are added unweighted,
+    each reaching only its own net; D's activity counts on its real and fake
+    passes. Training draws noise from `seed_generator`; `evaluate`, `predict`
+    and `sample` from `inference_seed_generator`; both are saved with the weights.
 
     Example:
 
