@@ -41,7 +41,9 @@ class AlternatingGAN(GANModel):
     """
 
     def __init__(self, generator, discriminator, discriminator_steps=1, **kwargs):
-        discriminator_steps = check_number("discriminator_steps", discriminator_steps, minimum=1, integer=True)
+        discriminator_steps = check_number(
+            "discriminator_steps", discriminator_steps, minimum=1, integer=True
+        )
         if keras.backend.backend() != "tensorflow":
             raise ValueError(
                 "AlternatingGAN's train_step uses tf.GradientTape and needs the TensorFlow "
