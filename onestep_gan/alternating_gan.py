@@ -14,6 +14,8 @@ from keras import tree
 
 from onestep_gan import distribute
 from onestep_gan.gan_model import GANModel
+from onestep_gan.gan_model import check_number
+from onestep_gan.gan_model import float32_sum
 from onestep_gan.optimizers import GANOptimizer
 
 
@@ -39,11 +41,9 @@ class AlternatingGAN(GANModel):
     """
 
     def __init__(self, generator, discriminator, discriminator_steps=1, **kwargs):
-        if not isinstance(discriminator_steps, int) or discriminator_steps < 1:
-            raise ValueError(
-                "Expected discriminator_steps to be a positive int. "
-                f"Received: discriminator_steps={discriminator_steps!r}"
-            )
+        discriminator_steps = check_number(
+            "discriminator_steps", discriminator_steps, minimum=1, integer=True
+        )
         if keras.backend.backend() != "tensorflow":
             raise ValueError(
                 "AlternatingGAN's train_step uses tf.GradientTape and needs the TensorFlow "
@@ -61,7 +61,8 @@ class AlternatingGAN(GANModel):
         kwargs.pop("loss", None)
         kwargs.pop("optimizer", None)
         # One GANOptimizer holds both, so that each is built on its own net's
-        # variables and both are saved with the model.
+        # variables and both are saved with the model. Under mixed_float16, Keras wraps it
+        # in a LossScaleOptimizer; train_step scales and applies through self.optimizer.
         optimizer = GANOptimizer(discriminator_optimizer, generator_optimizer=generator_optimizer)
         generator = self.generator
         optimizer.assign_generator_variables(lambda: generator.trainable_variables)
@@ -69,19 +70,25 @@ class AlternatingGAN(GANModel):
         self.build_optimizer_if_ready()
 
     @property
+    def gan_optimizer(self):
+        """The `GANOptimizer` (unwrapped from the `LossScaleOptimizer` of mixed_float16)."""
+        return _unwrap(self.optimizer)
+
+    @property
     def discriminator_optimizer(self):
-        return self.optimizer.discriminator_optimizer
+        return self.gan_optimizer.discriminator_optimizer
 
     @property
     def generator_optimizer(self):
-        return self.optimizer.generator_optimizer
+        return self.gan_optimizer.generator_optimizer
 
     def compile_from_config(self, config):
-        optimizer = keras.saving.deserialize_keras_object(config["optimizer"])
+        optimizer = _unwrap(keras.saving.deserialize_keras_object(config["optimizer"]))
         self.compile(
             discriminator_optimizer=optimizer.discriminator_optimizer,
             generator_optimizer=optimizer.generator_optimizer,
         )
+        self.gan_optimizer.loss_scale_factor = optimizer.loss_scale_factor
         if self.built and not self.optimizer.built:
             self.optimizer.build(self.trainable_variables)
 
@@ -92,43 +99,55 @@ class AlternatingGAN(GANModel):
         self.check_sample_matches(real, fake)
         d_loss, real_scores, fake_scores = self.discriminator_loss(conditions, real, fake, training)
         g_loss = self.gan_loss.generator_loss(fake_scores, real_scores)
+        g_loss = ops.cast(g_loss, "float32")
         self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
         return distribute.scale_loss_for_distribution(d_loss + g_loss)
 
     def train_step(self, data):
+        """A D step (L_D + D's regularisation) on stopped fakes, then a G step (L_G + G's
+        regularisation) through the updated D. Regularisation: each net's weight terms and
+        activity losses (D's on its real and fake passes, G's on its forward pass)."""
         import tensorflow as tf
 
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         conditions, real = self.split_batch(x, y, sample_weight)
+        self.warn_if_a_part_is_frozen()
+        optimizer = self.optimizer  # GANOptimizer, maybe in a LossScaleOptimizer: it routes by variable.
 
         discriminator_variables = self.discriminator.trainable_variables
         for _ in range(self.discriminator_steps):
             fake = tree.map_structure(ops.stop_gradient, self(x, training=True))
             self.check_sample_matches(real, fake)
             with tf.GradientTape() as tape:
-                d_loss, real_scores, fake_scores = self.discriminator_loss(
+                d_loss, real_scores, fake_scores, activity = self.discriminator_terms(
                     conditions, real, fake, training=True
                 )
-                scaled = distribute.scale_loss_for_distribution(d_loss)
+                regularization = activity + _weight_regularization(self.discriminator)
+                total = d_loss + float32_sum(regularization) if regularization else d_loss
+                scaled = optimizer.scale_loss(distribute.scale_loss_for_distribution(total))
             gradients = tape.gradient(scaled, discriminator_variables)
-            self.discriminator_optimizer.apply(gradients, discriminator_variables)
+            if discriminator_variables:
+                optimizer.apply(gradients, discriminator_variables)
 
         if self.gan_loss.generator_uses_real:  # RSGAN's G step compares with the updated D.
             real_scores = self.score(conditions, real, training=True)
         generator_variables = self.generator.trainable_variables
         with tf.GradientTape() as tape:
             fake = self(x, training=True)
+            regularization = list(self.generator.losses)  # G's weights and activity
             generator_scores = self.score(conditions, fake, training=True)
             g_loss = self.gan_loss.generator_loss(generator_scores, ops.stop_gradient(real_scores))
-            scaled = distribute.scale_loss_for_distribution(g_loss)
+            total = g_loss + float32_sum(regularization) if regularization else g_loss
+            scaled = optimizer.scale_loss(distribute.scale_loss_for_distribution(total))
         gradients = tape.gradient(scaled, generator_variables)
-        if all(gradient is None for gradient in gradients):
+        if generator_variables and all(gradient is None for gradient in gradients):
             raise ValueError(
                 "No gradient reaches the generator's trainable weights: the discriminator "
                 "would train alone. Emit a differentiable sample (e.g. straight-through "
                 "Gumbel-softmax for text)."
             )
-        self.generator_optimizer.apply(gradients, generator_variables)
+        if generator_variables:
+            optimizer.apply(gradients, generator_variables)
 
         self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
         self._loss_tracker.update_state(d_loss + g_loss)
@@ -138,3 +157,17 @@ class AlternatingGAN(GANModel):
         config = super().get_config()
         config["discriminator_steps"] = self.discriminator_steps
         return config
+
+
+def _unwrap(optimizer):
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return optimizer.inner_optimizer
+    return optimizer
+
+
+def _weight_regularization(layer):
+    return [
+        variable.regularizer(variable)
+        for variable in layer.trainable_weights
+        if getattr(variable, "regularizer", None) is not None
+    ]

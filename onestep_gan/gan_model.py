@@ -16,6 +16,11 @@ of the same batch size, so `predict` yields samples. D's scores may be
 `(batch,)` or `(batch, 1)`; samples may be tensors or nested structures.
 """
 
+import inspect
+import math
+import numbers
+import warnings
+
 import keras
 from keras import ops
 from keras import tree
@@ -26,6 +31,23 @@ from onestep_gan import losses as losses_lib
 
 def _to_tensors(structure):
     return tree.map_structure(ops.convert_to_tensor, structure)
+
+
+def check_number(name, value, minimum=0.0, integer=False, strictly_positive=False):
+    """Validates a numeric argument (Python or NumPy number, not a bool) and returns it as int or float."""
+    kind = numbers.Integral if integer else numbers.Real
+    valid = isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value)
+    valid = valid and (value > minimum if strictly_positive else value >= minimum)
+    if not valid:
+        what = "an int" if integer else "a finite number"
+        bound = f"> {minimum:g}" if strictly_positive else f">= {minimum:g}"
+        raise ValueError(f"Expected {name} to be {what} {bound}. Received: {name}={value!r}")
+    return int(value) if integer else float(value)
+
+
+def float32_sum(losses):
+    """Sum of scalar losses in float32 (regularisers may run in float16 under mixed precision)."""
+    return ops.sum(ops.stack([ops.cast(loss, "float32") for loss in losses]))
 
 
 class GANModel(keras.Model):
@@ -59,22 +81,24 @@ class GANModel(keras.Model):
                     f"Expected the {role} to be a keras.Model or keras.layers.Layer. "
                     f"Received: {role}={part!r} of type {type(part).__name__}"
                 )
-        if latent_dim is not None and (not isinstance(latent_dim, int) or latent_dim < 1):
-            raise ValueError(
-                f"Expected latent_dim to be None or a positive int. Received: latent_dim={latent_dim!r}"
-            )
-        if not gradient_penalty_weight >= 0:
-            raise ValueError(
-                "Expected gradient_penalty_weight >= 0. "
-                f"Received: gradient_penalty_weight={gradient_penalty_weight}"
-            )
+        if latent_dim is not None:
+            latent_dim = check_number("latent_dim", latent_dim, minimum=1, integer=True)
+        gradient_penalty_weight = check_number("gradient_penalty_weight", gradient_penalty_weight)
+        if seed is not None:
+            seed = check_number("seed", seed, integer=True)
         self.generator = generator
         self.discriminator = discriminator
         self.gan_loss = losses_lib.get(loss)
         self.latent_dim = latent_dim
         self.gradient_penalty_weight = gradient_penalty_weight
         self.seed = seed
+        # Two noise streams: training steps draw from the first; inference (predict, sample,
+        # evaluate) from the second, so that evaluating never changes what training draws next.
+        # Both are saved with the model's weights (save_own_variables).
         self.seed_generator = distribute.ReplicaSeedGenerator(seed)
+        self.inference_seed_generator = distribute.ReplicaSeedGenerator(
+            None if seed is None else seed + 1
+        )
         self.d_loss_tracker = keras.metrics.Mean(name="d_loss")
         self.g_loss_tracker = keras.metrics.Mean(name="g_loss")
         self.real_score_tracker = keras.metrics.Mean(name="real_score")
@@ -108,7 +132,8 @@ class GANModel(keras.Model):
         else:
             conditions = None
             first = tree.flatten(inputs)[0]
-            sample = self.generator(self.sample_noise(ops.shape(first)[0]), training=training)
+            noise = self.sample_noise(ops.shape(first)[0], training=bool(training))
+            sample = self.generator(noise, training=training)
         if not self.discriminator.built:
             # Keras builds a model by calling it symbolically before `fit`; score the sample
             # once so that D's variables exist too and the optimizer is built on all of them
@@ -116,9 +141,17 @@ class GANModel(keras.Model):
             self.discriminator(self._discriminator_inputs(conditions, sample), training=False)
         return sample
 
-    def sample_noise(self, batch_size):
-        """z ~ N(0, I) of shape (batch_size, latent_dim), different on every replica."""
-        return keras.random.normal((batch_size, self.latent_dim), seed=self.seed_generator)
+    def noise_stream(self, training):
+        """The seed generator of the training noise, or (training=False) of the inference noise."""
+        return self.seed_generator if training else self.inference_seed_generator
+
+    def sample_noise(self, batch_size, training=False):
+        """z ~ N(0, I) of shape (batch_size, latent_dim), different on every replica.
+
+        Training steps draw from the training stream; everything else (predict, sample,
+        evaluate) from the inference stream, which leaves the training stream untouched.
+        """
+        return keras.random.normal((batch_size, self.latent_dim), seed=self.noise_stream(training))
 
     def sample(self, num_samples, training=False):
         """Draws `num_samples` samples from an unconditional generator."""
@@ -143,7 +176,7 @@ class GANModel(keras.Model):
                     "gan.fit(conditions, real). Received only one input and no real samples. "
                     "For an unconditional GAN, set latent_dim."
                 )
-            return _to_tensors(x), _to_tensors(y)
+            return self._check_batch_sizes(_to_tensors(x), _to_tensors(y))
         if y is not None:
             raise ValueError(
                 f"An unconditional GAN (latent_dim={self.latent_dim}) is fit on real samples "
@@ -151,6 +184,44 @@ class GANModel(keras.Model):
                 "set latent_dim=None."
             )
         return None, _to_tensors(x)
+
+    def _check_batch_sizes(self, conditions, real):
+        """Conditions and real samples must pair up: one batch size (checked at run time if
+        unknown; then the returned tensors depend on the check, so it runs before G and D)."""
+        conditions_leaf, real_leaf = tree.flatten(conditions)[0], tree.flatten(real)[0]
+        conditions_batch, real_batch = conditions_leaf.shape[0], real_leaf.shape[0]
+        message = (
+            "A conditional GAN is fit on (conditions, real) pairs with the same batch size: the "
+            "i-th real sample goes with the i-th condition. Batch both with one batch size"
+        )
+        if conditions_batch is not None and real_batch is not None:
+            if conditions_batch != real_batch:
+                raise ValueError(
+                    f"{message}. Received: conditions batch {conditions_batch}, "
+                    f"real batch {real_batch}"
+                )
+        elif keras.backend.backend() == "tensorflow":  # Shapes known only at run time.
+            import tensorflow as tf
+
+            check = tf.debugging.assert_equal(
+                tf.shape(conditions_leaf)[0], tf.shape(real_leaf)[0],
+                message=f"{message}. Received (conditions batch, real batch):",
+            )
+            with tf.control_dependencies([check] if check is not None else []):
+                conditions = tree.map_structure(tf.identity, conditions)
+                real = tree.map_structure(tf.identity, real)
+        return conditions, real
+
+    def warn_if_a_part_is_frozen(self):
+        """Warns (once per traced train step) if G or D has no trainable weights."""
+        for role, part in (("generator", self.generator), ("discriminator", self.discriminator)):
+            if not part.trainable_variables:
+                warnings.warn(
+                    f"The {role} has no trainable weights ({role}.trainable is False?): "
+                    f"only the other net trains. Set {role}.trainable = True and compile "
+                    "again to train both.",
+                    stacklevel=2,
+                )
 
     def check_sample_matches(self, real, fake):
         """Raises if the generator's sample cannot stand in for a real sample."""
@@ -178,27 +249,49 @@ class GANModel(keras.Model):
 
     # ------------------------------------------------------------ discriminator
     def _discriminator_inputs(self, conditions, sample):
-        return sample if conditions is None else [conditions, sample]
+        sample = _to_tensors(sample)
+        return sample if conditions is None else [_to_tensors(conditions), sample]
 
     def score(self, conditions, sample, training=None):
-        """D's scores for a sample, as a (batch,) tensor."""
+        """D's scores for a sample, as a float32 (batch,) tensor."""
         scores = self.discriminator(self._discriminator_inputs(conditions, sample), training=training)
         return self._check_scores(scores)
+
+    def discriminator_activity_losses(self):
+        """The activity-regulariser and `add_loss` losses of D's last top-level call.
+
+        D's `losses` list those first and its weight-regularisation terms last; every top-level
+        call of D replaces the former, so they are read after each pass that should count.
+        """
+        discriminator = self.discriminator
+        losses = discriminator.losses
+        weight_terms = sum(
+            1 for variable in discriminator.trainable_weights
+            if getattr(variable, "regularizer", None) is not None
+        )
+        return losses[: len(losses) - weight_terms]
 
     def score_with_frozen_discriminator(self, conditions, sample, training=None):
         """D's scores with D's weights stop-gradiented: the gradient reaches only the sample.
 
-        `stateless_call` with stopped trainable variables makes the gradient on D's
-        weights exactly zero (not zero up to rounding, as subtracting two D passes
-        would give). Updated non-trainable state (e.g. BatchNorm statistics) is
-        discarded: the live D passes already update it.
+        D runs under a `keras.StatelessScope` that maps its trainable variables to their
+        stop-gradiented values, so the gradient on D's weights is exactly zero (not zero up
+        to rounding, as subtracting two D passes would give). The call goes through
+        `D.__call__`, so `training` reaches every sublayer even when D's own `call` takes no
+        `training` argument. Updated float state (BatchNorm statistics) is discarded: the live
+        D passes already update it; integer state (the seeds of Dropout and other random
+        layers) advances, so that the next pass draws a fresh mask. D's activity losses of
+        this pass are discarded (they would train G towards D's regulariser).
         """
         discriminator = self.discriminator
-        frozen = [ops.stop_gradient(variable) for variable in discriminator.trainable_variables]
-        non_trainable = [variable.value for variable in discriminator.non_trainable_variables]
-        scores, _ = discriminator.stateless_call(
-            frozen, non_trainable, self._discriminator_inputs(conditions, sample), training=training
-        )
+        mapping = [(v, ops.stop_gradient(v.value)) for v in discriminator.trainable_variables]
+        mapping += [(v, v.value) for v in discriminator.non_trainable_variables]
+        inputs = self._discriminator_inputs(conditions, sample)
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            scores = discriminator(inputs, training=training)
+        for variable in discriminator.non_trainable_variables:
+            if "int" in keras.backend.standardize_dtype(variable.dtype):
+                variable.assign(scope.get_current_value(variable))
         return self._check_scores(scores)
 
     def _check_scores(self, scores):
@@ -209,13 +302,14 @@ class GANModel(keras.Model):
             )
         shape = tuple(scores.shape)
         if len(shape) == 2 and shape[1] == 1:
-            return ops.squeeze(scores, axis=1)
-        if len(shape) != 1:
+            scores = ops.squeeze(scores, axis=1)
+        elif len(shape) != 1:
             raise ValueError(
                 "The discriminator must return scores of shape (batch,) or (batch, 1). "
                 f"Received: shape {shape}"
             )
-        return scores
+        # Losses are computed in float32, whatever D's compute dtype (mixed precision).
+        return ops.cast(scores, "float32")
 
     def gradient_penalty(self, conditions, real, fake, training=None):
         """WGAN-GP: `mean((||grad_x D(x_hat)|| - 1)^2)` on random interpolates of real and fake."""
@@ -228,10 +322,11 @@ class GANModel(keras.Model):
 
         real_leaves, fake_leaves = tree.flatten(real), tree.flatten(fake)
         batch_size = ops.shape(fake_leaves[0])[0]
-        epsilon = keras.random.uniform((batch_size,), seed=self.seed_generator)
+        epsilon = keras.random.uniform((batch_size,), seed=self.noise_stream(training))
         interpolates = []
         for real_leaf, fake_leaf in zip(real_leaves, fake_leaves):
-            real_leaf = ops.cast(real_leaf, fake_leaf.dtype)
+            # In float32 (D casts them to its compute dtype), so mixed precision works too.
+            real_leaf, fake_leaf = ops.cast(real_leaf, "float32"), ops.cast(fake_leaf, "float32")
             weight = ops.reshape(epsilon, (-1,) + (1,) * (len(fake_leaf.shape) - 1))
             interpolates.append(weight * real_leaf + (1.0 - weight) * fake_leaf)
         with tf.GradientTape() as tape:
@@ -240,20 +335,28 @@ class GANModel(keras.Model):
             total_score = ops.sum(scores)
         gradients = tape.gradient(total_score, interpolates)
         squared_norm = sum(
-            ops.sum(ops.square(ops.reshape(g, (batch_size, -1))), axis=1) for g in gradients
+            ops.sum(ops.square(ops.reshape(ops.cast(g, "float32"), (batch_size, -1))), axis=1)
+            for g in gradients
         )
         return ops.mean(ops.square(ops.sqrt(squared_norm + 1e-12) - 1.0))
 
-    def discriminator_loss(self, conditions, real, fake_stopped, training=None):
-        """The D term L_D(D(real), D(sg(G))) with its penalty; also returns the scores."""
+    def discriminator_terms(self, conditions, real, fake_stopped, training=None):
+        """The D term L_D(D(real), D(sg(G))) with its penalty, the scores, and D's activity
+        losses of the two passes (a list; weight regularisation is not in it)."""
         real_scores = self.score(conditions, real, training)
+        activity = self.discriminator_activity_losses()
         fake_scores = self.score(conditions, fake_stopped, training)
+        activity += self.discriminator_activity_losses()
         d_loss = self.gan_loss.discriminator_loss(real_scores, fake_scores)
         if self.gan_loss.gradient_penalty and self.gradient_penalty_weight > 0:
             d_loss = d_loss + self.gradient_penalty_weight * self.gradient_penalty(
                 conditions, real, fake_stopped, training
             )
-        return d_loss, real_scores, fake_scores
+        return d_loss, real_scores, fake_scores, activity
+
+    def discriminator_loss(self, conditions, real, fake_stopped, training=None):
+        """The D term L_D(D(real), D(sg(G))) with its penalty; also returns the scores."""
+        return self.discriminator_terms(conditions, real, fake_stopped, training)[:3]
 
     def update_gan_metrics(self, d_loss, g_loss, real_scores, fake_scores):
         # Weighted by batch size, like Keras' own `loss` tracker, so that epoch means agree
@@ -264,14 +367,56 @@ class GANModel(keras.Model):
         self.real_score_tracker.update_state(real_scores)
         self.fake_score_tracker.update_state(fake_scores)
 
+    # ------------------------------------------------------------ refused arguments
+    def compile(self, optimizer="adam", **kwargs):
+        for key in ("metrics", "weighted_metrics", "loss_weights"):
+            if kwargs.get(key) is not None:
+                raise ValueError(
+                    f"{type(self).__name__} does not take compile({key}=...): Keras would apply it "
+                    "to (real, generated) sample pairs, which are not targets and predictions. "
+                    "The GAN logs d_loss, g_loss, real_score and fake_score; for other "
+                    "measures use a callback or override compute_metrics. "
+                    f"Received: {key}={kwargs[key]!r}"
+                )
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def fit(self, *args, **kwargs):
+        bound = inspect.signature(keras.Model.fit).bind(self, *args, **kwargs).arguments
+        if bound.get("class_weight") is not None:
+            raise ValueError(
+                f"{type(self).__name__} does not take class_weight: a GAN's batches are not "
+                "labelled with classes (and GAN training does not use sample weights). "
+                "Resample the data instead. "
+                f"Received: class_weight={bound['class_weight']!r}"
+            )
+        return super().fit(*args, **kwargs)
+
     # ------------------------------------------------------------ serialisation
+    NOISE_STATE_KEYS = ("training_noise_seed", "inference_noise_seed")
+
+    def save_own_variables(self, store):
+        # The noise streams' states, so that a loaded or resumed GAN draws the noise the
+        # uninterrupted run would have drawn.
+        super().save_own_variables(store)
+        for key, stream in zip(self.NOISE_STATE_KEYS, (self.seed_generator, self.inference_seed_generator)):
+            store[key] = stream.state
+
+    def load_own_variables(self, store):
+        keys = list(store.keys())
+        for key, stream in zip(self.NOISE_STATE_KEYS, (self.seed_generator, self.inference_seed_generator)):
+            if key in keys:  # Files saved before the noise state was saved lack it.
+                stream.state.assign(store[key])
+        own = self._trainable_variables + self._non_trainable_variables
+        for index, variable in enumerate(own):
+            variable.assign(store[f"{index}"])
+
     def get_config(self):
         config = super().get_config()
         config.update(
             {
                 "generator": keras.saving.serialize_keras_object(self.generator),
                 "discriminator": keras.saving.serialize_keras_object(self.discriminator),
-                "loss": self.gan_loss.name,
+                "loss": losses_lib.serialize(self.gan_loss),
                 "latent_dim": self.latent_dim,
                 "gradient_penalty_weight": self.gradient_penalty_weight,
                 "seed": self.seed,

@@ -25,53 +25,63 @@ References:
 import dataclasses
 from typing import Callable
 
+import keras
 from keras import ops
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def hinge_discriminator_loss(real_scores, fake_scores):
     """`mean(relu(1 + D(real))) + mean(relu(1 - D(fake)))`: real low, fake high."""
     return ops.mean(ops.relu(1.0 + real_scores)) + ops.mean(ops.relu(1.0 - fake_scores))
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def hinge_generator_loss(fake_scores, real_scores=None):
     """`mean(D(G))`: the generator lowers the score of its samples."""
     del real_scores
     return ops.mean(fake_scores)
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def non_saturating_discriminator_loss(real_scores, fake_scores):
     """Binary cross-entropy on logits, real -> 1, fake -> 0:
     `mean(softplus(-D(real))) + mean(softplus(D(fake)))`."""
     return ops.mean(ops.softplus(-real_scores)) + ops.mean(ops.softplus(fake_scores))
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def non_saturating_generator_loss(fake_scores, real_scores=None):
     """Binary cross-entropy with fake -> 1: `mean(softplus(-D(G)))`."""
     del real_scores
     return ops.mean(ops.softplus(-fake_scores))
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def least_squares_discriminator_loss(real_scores, fake_scores):
     """`0.5 * mean((D(real) - 1)^2) + 0.5 * mean(D(fake)^2)`."""
     return 0.5 * ops.mean(ops.square(real_scores - 1.0)) + 0.5 * ops.mean(ops.square(fake_scores))
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def least_squares_generator_loss(fake_scores, real_scores=None):
     """`0.5 * mean((D(G) - 1)^2)`."""
     del real_scores
     return 0.5 * ops.mean(ops.square(fake_scores - 1.0))
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def relativistic_discriminator_loss(real_scores, fake_scores):
     """RSGAN: `mean(softplus(-(D(real) - D(fake))))`, pairing the i-th real with the i-th fake."""
     return ops.mean(ops.softplus(fake_scores - real_scores))
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def relativistic_generator_loss(fake_scores, real_scores):
     """RSGAN: `mean(softplus(-(D(G) - D(real))))`."""
     return ops.mean(ops.softplus(real_scores - fake_scores))
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def wasserstein_discriminator_loss(real_scores, fake_scores):
     """Critic loss `mean(D(fake)) - mean(D(real))`.
 
@@ -82,12 +92,14 @@ def wasserstein_discriminator_loss(real_scores, fake_scores):
     return ops.mean(fake_scores) - ops.mean(real_scores)
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 def wasserstein_generator_loss(fake_scores, real_scores=None):
     """`-mean(D(G))`."""
     del real_scores
     return -ops.mean(fake_scores)
 
 
+@keras.saving.register_keras_serializable(package="onestep_gan")
 @dataclasses.dataclass(frozen=True)
 class GANLoss:
     """A named pair of discriminator and generator losses.
@@ -99,6 +111,20 @@ class GANLoss:
         real_sign: +1 if D scores real samples high, -1 if low (hinge).
         gradient_penalty: whether the trainer adds a gradient penalty to the D term.
         generator_uses_real: whether `generator_loss` reads the real scores.
+
+    A custom loss saves with its model like any Keras object: register its two
+    functions with `keras.saving.register_keras_serializable()` (a lambda or an
+    unregistered function cannot be loaded back with `safe_mode=True`).
+
+    Example:
+
+    ```python
+    @keras.saving.register_keras_serializable(package="my_gan")
+    def d_loss(real_scores, fake_scores): ...
+    @keras.saving.register_keras_serializable(package="my_gan")
+    def g_loss(fake_scores, real_scores=None): ...
+    gan = OneStepGAN(generator, discriminator, loss=GANLoss("my_loss", d_loss, g_loss))
+    ```
     """
 
     name: str
@@ -107,6 +133,23 @@ class GANLoss:
     real_sign: float = 1.0
     gradient_penalty: bool = False
     generator_uses_real: bool = False
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "discriminator_loss": keras.saving.serialize_keras_object(self.discriminator_loss),
+            "generator_loss": keras.saving.serialize_keras_object(self.generator_loss),
+            "real_sign": self.real_sign,
+            "gradient_penalty": self.gradient_penalty,
+            "generator_uses_real": self.generator_uses_real,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("discriminator_loss", "generator_loss"):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
 
 
 LOSSES = {
@@ -133,11 +176,24 @@ LOSSES = {
 
 
 def get(name):
-    """Returns the `GANLoss` registered under `name`."""
+    """Returns the `GANLoss` for a name in `LOSSES`, a `GANLoss`, or its serialised config."""
     if isinstance(name, GANLoss):
         return name
+    if isinstance(name, dict):
+        loss = keras.saving.deserialize_keras_object(name)
+        if not isinstance(loss, GANLoss):
+            raise ValueError(f"Expected a serialised GANLoss. Received: loss={name!r}")
+        return loss
     if name not in LOSSES:
         raise ValueError(
-            f"Unknown GAN loss. Expected one of {sorted(LOSSES)}. Received: loss={name!r}"
+            f"Unknown GAN loss. Expected one of {sorted(LOSSES)} or a GANLoss. "
+            f"Received: loss={name!r}"
         )
     return LOSSES[name]
+
+
+def serialize(loss):
+    """A built-in loss saves as its name; any other `GANLoss` as its full config."""
+    if LOSSES.get(loss.name) == loss:
+        return loss.name
+    return keras.saving.serialize_keras_object(loss)

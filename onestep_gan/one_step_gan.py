@@ -33,6 +33,8 @@ from keras import tree
 
 from onestep_gan import distribute
 from onestep_gan.gan_model import GANModel
+from onestep_gan.gan_model import float32_sum
+from onestep_gan.gan_model import check_number
 from onestep_gan.optimizers import GANOptimizer
 
 
@@ -46,8 +48,8 @@ class OneStepGAN(GANModel):
             shape `(batch,)` or `(batch, 1)`.
         loss: `"hinge"` (default), `"non_saturating"`, `"least_squares"`,
             `"relativistic"` or `"wasserstein"` (with gradient penalty).
-        lam: weight of the generator bracket, >= 0 (under SGD, the G:D
-            learning-rate ratio).
+        lam: weight of the generator bracket, a finite number >= 0 (under SGD,
+            the G:D learning-rate ratio).
         latent_dim: noise size for an unconditional GAN; `None` (default) for a
             conditional GAN fit on `(conditions, real)`.
         gradient_penalty_weight: WGAN-GP weight, used by `"wasserstein"`.
@@ -62,7 +64,12 @@ class OneStepGAN(GANModel):
             for its batch size (unconditional). Returns a generated batch.
 
     `fit` logs `loss`, `d_loss`, `g_loss`, `real_score` and `fake_score`;
-    `evaluate` reports the same without updating weights.
+    `evaluate` reports the same without updating weights. Keras infers the
+    direction of `loss` only: use `EarlyStopping(monitor="d_loss", mode="min")`.
+    Regularisation losses of G and D (weights, activity) are added unweighted,
+    each reaching only its own net; D's activity counts on its real and fake
+    passes. Training draws noise from `seed_generator`; `evaluate`, `predict`
+    and `sample` from `inference_seed_generator`; both are saved with the weights.
 
     Example:
 
@@ -85,8 +92,7 @@ class OneStepGAN(GANModel):
         generator_extra_loss=None,
         **kwargs,
     ):
-        if not isinstance(lam, (int, float)) or not lam >= 0:
-            raise ValueError(f"Expected lam to be a number >= 0. Received: lam={lam!r}")
+        lam = check_number("lam", lam)
         super().__init__(
             generator,
             discriminator,
@@ -96,15 +102,19 @@ class OneStepGAN(GANModel):
             seed=seed,
             **kwargs,
         )
-        self.lam = float(lam)
+        self.lam = lam
         self.generator_extra_loss = generator_extra_loss
 
     def compile(self, optimizer="adam", **kwargs):
         """Like `keras.Model.compile`; the optimizer is wrapped in a `GANOptimizer`.
 
         A plain optimizer becomes two copies of itself, one for G and one for D
-        (the same update as one optimizer over both), and G's variables are
-        registered so that a generator receiving no gradient fails loudly.
+        (the same update as one optimizer over both: its `global_clipnorm` is one
+        norm over G's and D's gradients together, see `GANOptimizer`), and G's
+        variables are registered so that a generator receiving no gradient fails
+        loudly. `metrics`, `weighted_metrics` and `loss_weights` are refused (the
+        GAN logs its own); under a `mixed_float16` policy the optimizer is wrapped
+        in a `LossScaleOptimizer` as for any Keras model.
         """
         if kwargs.get("loss") is not None:
             raise ValueError(
@@ -113,11 +123,20 @@ class OneStepGAN(GANModel):
             )
         kwargs.pop("loss", None)
         optimizer = keras.optimizers.get(optimizer)
+        loss_scale = None
+        if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+            loss_scale, optimizer = optimizer, optimizer.inner_optimizer
         if not isinstance(optimizer, GANOptimizer):
             optimizer = GANOptimizer(optimizer)
+            if loss_scale is not None:
+                loss_scale = keras.optimizers.LossScaleOptimizer(
+                    optimizer,
+                    initial_scale=loss_scale.initial_scale,
+                    dynamic_growth_steps=loss_scale.dynamic_growth_steps,
+                )
         generator = self.generator
         optimizer.assign_generator_variables(lambda: generator.trainable_variables)
-        super().compile(optimizer=optimizer, **kwargs)
+        super().compile(optimizer=loss_scale or optimizer, **kwargs)
         self.build_optimizer_if_ready()
 
     def compile_from_config(self, config):
@@ -131,12 +150,18 @@ class OneStepGAN(GANModel):
         conditions, real = self.split_batch(x, y, sample_weight)
         fake = y_pred if y_pred is not None else self(x, training=training)
         self.check_sample_matches(real, fake)
+        if training:
+            self.warn_if_a_part_is_frozen()
+        # Regularisation of the forward pass: weights of G and D, G's activity. Read now,
+        # before D's top-level calls below reset its sublayers' losses.
+        regularization = list(self.losses)
         fake_stopped = tree.map_structure(ops.stop_gradient, fake)
 
         # First term: gradient reaches D only (G's sample is stopped).
-        d_loss, real_scores, fake_scores = self.discriminator_loss(
+        d_loss, real_scores, fake_scores, d_activity = self.discriminator_terms(
             conditions, real, fake_stopped, training
         )
+        regularization += d_activity  # D's activity on its real and fake passes
 
         # Bracket: value exactly 0, gradient lam * dL_G/dG on G, exactly 0 on D.
         generator_scores = self.score_with_frozen_discriminator(conditions, fake, training)
@@ -147,8 +172,8 @@ class OneStepGAN(GANModel):
         if self.generator_extra_loss is not None:
             extra = self.generator_extra_loss(conditions, real, fake)
             total = total + extra
-        if self.losses:  # Regularisers of G and D; each touches its own weights.
-            total = total + ops.sum(ops.stack(self.losses))
+        if regularization:  # Each term touches only its own net's weights.
+            total = total + float32_sum(regularization)
 
         self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
         return distribute.scale_loss_for_distribution(total)

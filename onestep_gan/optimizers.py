@@ -14,9 +14,63 @@ It also refuses to train D alone: if no gradient reaches any of G's trainable
 variables (argmax ids, a cast to int, a stop_gradient on the sample), it raises
 on the first step instead of letting Keras drop the missing gradients with a
 warning.
+
+Why not `keras.optimizers.MultiOptimizer` (Keras 3.15): it refuses to read or
+set `learning_rate` (so `LearningRateScheduler` and `ReduceLROnPlateau` fail),
+overwrites its inner optimizers' `loss_scale_factor` with its own (None by
+default), applies `global_clipnorm` per inner optimizer and has no G:D ratio;
+building on it would remove about 30 lines and keep or add those problems.
+`GANOptimizer` keeps its duck-typed `optimizers` list, which is all
+`SwapEMAWeights` needs.
 """
 
+import numbers
+
 import keras
+from keras import ops
+
+from onestep_gan.gan_model import check_number
+
+
+@keras.saving.register_keras_serializable(package="onestep_gan")
+class ScaledSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """A learning-rate schedule times a constant: G's schedule at `ratio` times D's."""
+
+    def __init__(self, schedule, factor):
+        if isinstance(schedule, dict):
+            schedule = keras.optimizers.schedules.deserialize(schedule)
+        self.schedule = schedule
+        self.factor = check_number("factor", factor, strictly_positive=True)
+
+    def __call__(self, step):
+        return self.schedule(step) * self.factor
+
+    def get_config(self):
+        return {"schedule": keras.optimizers.schedules.serialize(self.schedule), "factor": self.factor}
+
+
+def _constant_learning_rate(optimizer):
+    """The optimizer's learning rate as a float, or None if it follows a schedule."""
+    learning_rate = optimizer.get_config()["learning_rate"]
+    return float(learning_rate) if isinstance(learning_rate, numbers.Real) else None
+
+
+def _copy(optimizer, learning_rate_factor, suffix):
+    """A fresh copy of `optimizer` (no slots) with its learning rate (or schedule) scaled."""
+    config = optimizer.get_config()
+    learning_rate = config["learning_rate"]
+    if learning_rate_factor != 1.0:
+        if isinstance(learning_rate, numbers.Real):
+            config["learning_rate"] = learning_rate * learning_rate_factor
+        else:
+            config["learning_rate"] = ScaledSchedule(learning_rate, learning_rate_factor)
+    config["name"] = config["name"] + suffix
+    copy = optimizer.__class__.from_config(config)
+    # Not in the config: the variables and name patterns excluded from weight decay.
+    for attribute in ("_exclude_from_weight_decay", "_exclude_from_weight_decay_pattern"):
+        if hasattr(optimizer, attribute):
+            setattr(copy, attribute, getattr(optimizer, attribute))
+    return copy
 
 
 @keras.saving.register_keras_serializable(package="onestep_gan")
@@ -26,16 +80,37 @@ class GANOptimizer(keras.optimizers.Optimizer):
     Args:
         discriminator_optimizer: optimizer (instance or identifier) for D's variables.
         generator_optimizer: optimizer for G's variables. Defaults to a copy of
-            `discriminator_optimizer` whose learning rate is multiplied by
-            `generator_learning_rate_ratio`.
-        generator_learning_rate_ratio: G's learning rate divided by D's, used
-            only when `generator_optimizer` is not given. TTUR typically uses
-            a slower G (e.g. 0.25). Must be positive.
+            `discriminator_optimizer` (same class and options, learning-rate schedule
+            included) whose learning rate is multiplied by `generator_learning_rate_ratio`.
+        generator_learning_rate_ratio: G's learning rate divided by D's (default 1.0),
+            only when `generator_optimizer` is not given. TTUR typically uses a slower G
+            (e.g. 0.25). Must be positive. With an explicit `generator_optimizer`, the
+            ratio is that of the two given learning rates.
+        global_clipnorm: clips the gradient of G and D together to this global norm
+            (one norm over both nets, as one optimizer over both would).
+        loss_scale_factor: as for any Keras optimizer: the loss is multiplied by it and
+            the gradients divided by it before the update.
+
+    Semantics, the same as one optimizer over G's and D's variables together:
+
+    - Per-variable options (`clipnorm`, `clipvalue`, `weight_decay` and its
+      `exclude_from_weight_decay` choices, `use_ema`, `gradient_accumulation_steps`)
+      belong to the inner optimizers and are copied with them.
+    - `global_clipnorm` is one norm over both nets. Given on a plain optimizer
+      (`compile(optimizer=Adam(global_clipnorm=1.0))` or
+      `GANOptimizer(Adam(global_clipnorm=1.0))`), it moves to the `GANOptimizer`.
+      For one norm per net, pass both optimizers explicitly, each with its own
+      `global_clipnorm`.
+    - `loss_scale_factor` of the inner optimizers moves to the `GANOptimizer` (G's
+      and D's must agree), which scales the loss and unscales the gradient once.
+    - `learning_rate` reads D's learning rate; setting it (e.g. by
+      `LearningRateScheduler` or `ReduceLROnPlateau`) sets D's and G's, keeping
+      the G:D ratio, also for an explicit `generator_optimizer`.
+    - `optimizers` lists `[generator_optimizer, discriminator_optimizer]`, which is
+      what `keras.callbacks.SwapEMAWeights` reads.
 
     `OneStepGAN.compile` tells the optimizer which variables belong to G
-    (`assign_generator_variables`); every other variable is D's. The
-    `learning_rate` property reads and sets D's learning rate; setting it
-    keeps the G:D ratio.
+    (`assign_generator_variables`); every other variable is D's.
 
     Example:
 
@@ -50,41 +125,88 @@ class GANOptimizer(keras.optimizers.Optimizer):
         self,
         discriminator_optimizer,
         generator_optimizer=None,
-        generator_learning_rate_ratio=1.0,
+        generator_learning_rate_ratio=None,
+        global_clipnorm=None,
+        loss_scale_factor=None,
         name=None,
         **kwargs,
     ):
         if kwargs:
             raise ValueError(
-                "GANOptimizer takes its options from its inner optimizers. "
+                "GANOptimizer takes global_clipnorm and loss_scale_factor; per-variable options "
+                "(clipnorm, clipvalue, weight_decay, use_ema, ...) belong to its inner optimizers. "
                 f"Received unexpected arguments: {sorted(kwargs)}"
-            )
-        if not generator_learning_rate_ratio > 0:
-            raise ValueError(
-                "Expected generator_learning_rate_ratio > 0. "
-                f"Received: generator_learning_rate_ratio={generator_learning_rate_ratio}"
             )
         discriminator_optimizer = keras.optimizers.get(discriminator_optimizer)
         if generator_optimizer is None:
-            config = discriminator_optimizer.get_config()
-            learning_rate = config["learning_rate"]
-            if not isinstance(learning_rate, (int, float)):
-                raise ValueError(
-                    "generator_learning_rate_ratio needs a constant learning rate on "
-                    "discriminator_optimizer; with a schedule, pass generator_optimizer "
-                    f"explicitly. Received: learning_rate={learning_rate!r}"
+            ratio = 1.0
+            if generator_learning_rate_ratio is not None:
+                ratio = check_number(
+                    "generator_learning_rate_ratio", generator_learning_rate_ratio, strictly_positive=True
                 )
-            config["learning_rate"] = learning_rate * generator_learning_rate_ratio
-            config["name"] = config["name"] + "_generator"
-            generator_optimizer = discriminator_optimizer.__class__.from_config(config)
+            generator_optimizer = _copy(discriminator_optimizer, ratio, "_generator")
+            # A plain optimizer's global norm is over all its variables: both nets.
+            if discriminator_optimizer.global_clipnorm:
+                if global_clipnorm is not None and global_clipnorm != discriminator_optimizer.global_clipnorm:
+                    raise ValueError(
+                        "Expected one global_clipnorm. Received: "
+                        f"global_clipnorm={global_clipnorm} and a discriminator_optimizer with "
+                        f"global_clipnorm={discriminator_optimizer.global_clipnorm}"
+                    )
+                global_clipnorm = discriminator_optimizer.global_clipnorm
+                discriminator_optimizer.global_clipnorm = None
+                generator_optimizer.global_clipnorm = None
         else:
+            if generator_learning_rate_ratio is not None:
+                raise ValueError(
+                    "Pass either generator_optimizer or generator_learning_rate_ratio, not both "
+                    "(the ratio makes G's optimizer as a copy of D's). Received: "
+                    f"generator_optimizer={generator_optimizer!r}, "
+                    f"generator_learning_rate_ratio={generator_learning_rate_ratio!r}"
+                )
             generator_optimizer = keras.optimizers.get(generator_optimizer)
-        super().__init__(learning_rate=0.0, name=name)
+            if global_clipnorm is not None and (
+                generator_optimizer.global_clipnorm or discriminator_optimizer.global_clipnorm
+            ):
+                raise ValueError(
+                    "Expected global_clipnorm on the GANOptimizer (one norm over both nets) or "
+                    "on the inner optimizers (one norm per net), not both. Received: "
+                    f"global_clipnorm={global_clipnorm}, inner global_clipnorm "
+                    f"{generator_optimizer.global_clipnorm} (G), "
+                    f"{discriminator_optimizer.global_clipnorm} (D)"
+                )
+            discriminator_rate = _constant_learning_rate(discriminator_optimizer)
+            generator_rate = _constant_learning_rate(generator_optimizer)
+            ratio = None  # No fixed ratio to keep: a schedule, or D's rate is 0.
+            if discriminator_rate and generator_rate is not None:
+                ratio = generator_rate / discriminator_rate
+        factors = {
+            factor
+            for factor in (
+                loss_scale_factor, discriminator_optimizer.loss_scale_factor,
+                generator_optimizer.loss_scale_factor,
+            )
+            if factor is not None
+        }
+        if len(factors) > 1:
+            raise ValueError(
+                "Expected one loss_scale_factor for the one loss of G and D. Received: "
+                f"loss_scale_factor={loss_scale_factor}, discriminator_optimizer's "
+                f"{discriminator_optimizer.loss_scale_factor}, generator_optimizer's "
+                f"{generator_optimizer.loss_scale_factor}"
+            )
+        discriminator_optimizer.loss_scale_factor = None
+        generator_optimizer.loss_scale_factor = None
+        super().__init__(
+            learning_rate=0.0,
+            global_clipnorm=global_clipnorm,
+            loss_scale_factor=factors.pop() if factors else None,
+            name=name,
+        )
         self.discriminator_optimizer = discriminator_optimizer
         self.generator_optimizer = generator_optimizer
-        self.generator_learning_rate_ratio = generator_learning_rate_ratio
+        self.generator_learning_rate_ratio = ratio
         self._generator_variables = None
-
     def assign_generator_variables(self, generator_variables):
         """Marks G's variables (a list, or a callable returning it, for models
         built lazily); all other variables are updated as D's."""
@@ -131,10 +253,24 @@ class GANOptimizer(keras.optimizers.Optimizer):
                 "Gumbel-softmax one-hot (exact one-hot forward, soft gradient backward) "
                 "and embed it as probs @ embedding_matrix in the discriminator."
             )
+        grads = generator_grads + discriminator_grads
+        if self.loss_scale_factor is not None:
+            grads = [None if g is None else g / self.loss_scale_factor for g in grads]
+        if self.global_clipnorm:
+            grads = self._clip_by_joint_norm(grads)
+        count = len(generator_grads)
         if generator_variables:
-            self.generator_optimizer.apply(generator_grads, generator_variables)
+            self.generator_optimizer.apply(grads[:count], generator_variables)
         if discriminator_variables:
-            self.discriminator_optimizer.apply(discriminator_grads, discriminator_variables)
+            self.discriminator_optimizer.apply(grads[count:], discriminator_variables)
+
+    def _clip_by_joint_norm(self, grads):
+        present = [g for g in grads if g is not None]
+        if not present:
+            return grads
+        norm = ops.sqrt(sum(ops.sum(ops.square(ops.cast(g, "float32"))) for g in present))
+        factor = self.global_clipnorm / ops.maximum(norm, self.global_clipnorm)
+        return [None if g is None else g * ops.cast(factor, g.dtype) for g in grads]
 
     def stateless_apply(self, optimizer_variables, grads, trainable_variables):
         raise NotImplementedError(
@@ -151,6 +287,16 @@ class GANOptimizer(keras.optimizers.Optimizer):
         )
 
     @property
+    def optimizers(self):
+        """The inner optimizers, `[generator_optimizer, discriminator_optimizer]`."""
+        return [self.generator_optimizer, self.discriminator_optimizer]
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        """Excludes variables from weight decay in both inner optimizers."""
+        for optimizer in self.optimizers:
+            optimizer.exclude_from_weight_decay(var_list=var_list, var_names=var_names)
+
+    @property
     def iterations(self):
         return self.discriminator_optimizer.iterations
 
@@ -163,6 +309,13 @@ class GANOptimizer(keras.optimizers.Optimizer):
         # Called once by the base constructor, before the inner optimizers exist.
         if "discriminator_optimizer" not in self.__dict__:
             return
+        if self.generator_learning_rate_ratio is None:
+            raise ValueError(
+                "Setting GANOptimizer.learning_rate sets D's rate and G's at a fixed G:D ratio, "
+                "and this GANOptimizer has none (a learning-rate schedule, or D's rate is 0). "
+                "Set discriminator_optimizer.learning_rate and generator_optimizer.learning_rate "
+                f"instead. Received: learning_rate={learning_rate!r}"
+            )
         self.discriminator_optimizer.learning_rate = learning_rate
         self.generator_optimizer.learning_rate = learning_rate * self.generator_learning_rate_ratio
 
@@ -180,6 +333,8 @@ class GANOptimizer(keras.optimizers.Optimizer):
             "discriminator_optimizer": keras.optimizers.serialize(self.discriminator_optimizer),
             "generator_optimizer": keras.optimizers.serialize(self.generator_optimizer),
             "generator_learning_rate_ratio": self.generator_learning_rate_ratio,
+            "global_clipnorm": self.global_clipnorm,
+            "loss_scale_factor": self.loss_scale_factor,
         }
 
     @classmethod
@@ -187,4 +342,8 @@ class GANOptimizer(keras.optimizers.Optimizer):
         config = dict(config)
         for key in ("discriminator_optimizer", "generator_optimizer"):
             config[key] = keras.optimizers.deserialize(config[key], custom_objects=custom_objects)
-        return cls(**config)
+        # Both optimizers are saved; the ratio is restored as saved (not re-derived in float32).
+        ratio = config.pop("generator_learning_rate_ratio", None)
+        optimizer = cls(**config)
+        optimizer.generator_learning_rate_ratio = ratio
+        return optimizer

@@ -69,8 +69,55 @@ def test_unconditional_fit_and_keras_round_trip(tmp_path):
 
 
 def test_bad_arguments_raise():
-    with pytest.raises(ValueError, match="Expected discriminator_steps to be a positive int. Received: discriminator_steps=0"):
+    with pytest.raises(ValueError, match="Expected discriminator_steps to be an int >= 1. Received: discriminator_steps=0"):
         make_gan(discriminator_steps=0)
     gan = make_gan()
     with pytest.raises(ValueError, match="takes discriminator_optimizer and generator_optimizer"):
         gan.compile(optimizer="adam")
+
+
+def test_fit_step_includes_regularisation_losses():
+    """Each net's step adds its own regularisation: weights and activity (D's on its real and fake passes)."""
+    from tests.test_one_step_gan import LATENT_DIM, regularized_generator, regularized_unconditional_discriminator
+
+    learning_rate = 0.1
+    gan = onestep_gan.AlternatingGAN(
+        regularized_generator(LATENT_DIM), regularized_unconditional_discriminator(), latent_dim=LATENT_DIM, seed=6
+    )
+    _, real = batch()
+    real = ops.convert_to_tensor(real)
+    gan(real)
+    generator, discriminator, gan_loss = gan.generator, gan.discriminator, gan.gan_loss
+    d_start = [v.numpy().copy() for v in discriminator.trainable_variables]
+    g_start = [v.numpy().copy() for v in generator.trainable_variables]
+    stream = onestep_gan.ReplicaSeedGenerator(6)
+    z_d = keras.random.normal((BATCH, LATENT_DIM), seed=stream)
+    z_g = keras.random.normal((BATCH, LATENT_DIM), seed=stream)
+
+    with tf.GradientTape() as tape:
+        real_scores = ops.squeeze(discriminator(real), 1)
+        d_losses = list(discriminator.losses)
+        fake_scores = ops.squeeze(discriminator(ops.stop_gradient(generator(z_d))), 1)
+        d_losses += discriminator.losses[:1]  # activity on the fake pass (the weight term once)
+        d_loss = gan_loss.discriminator_loss(real_scores, fake_scores) + ops.sum(ops.stack(d_losses))
+    d_grads = tape.gradient(d_loss, discriminator.trainable_variables)
+    for variable, grad in zip(discriminator.trainable_variables, d_grads):
+        variable.assign(variable - learning_rate * grad)
+    expected_d = [v.numpy().copy() for v in discriminator.trainable_variables]
+    with tf.GradientTape() as tape:
+        fake = generator(z_g)
+        g_loss = gan_loss.generator_loss(ops.squeeze(discriminator(fake), 1)) + ops.sum(ops.stack(generator.losses))
+    g_grads = tape.gradient(g_loss, generator.trainable_variables)
+    expected_g = [w - learning_rate * g.numpy() for w, g in zip(g_start, g_grads)]
+    for variable, value in zip(discriminator.trainable_variables, d_start):
+        variable.assign(value)
+
+    gan.compile(
+        discriminator_optimizer=keras.optimizers.SGD(learning_rate),
+        generator_optimizer=keras.optimizers.SGD(learning_rate),
+    )
+    gan.fit(real, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+    for variable, expected in zip(discriminator.trainable_variables, expected_d):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+    for variable, expected in zip(generator.trainable_variables, expected_g):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)

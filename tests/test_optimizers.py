@@ -66,7 +66,7 @@ def test_optimizer_config_round_trip():
 
 @pytest.mark.parametrize("ratio", [0.0, -1.0])
 def test_bad_ratio_raises(ratio):
-    with pytest.raises(ValueError, match=f"Expected generator_learning_rate_ratio > 0. Received: generator_learning_rate_ratio={ratio}"):
+    with pytest.raises(ValueError, match=f"Expected generator_learning_rate_ratio to be a finite number > 0. Received: generator_learning_rate_ratio={ratio}"):
         onestep_gan.GANOptimizer("adam", generator_learning_rate_ratio=ratio)
 
 
@@ -75,3 +75,131 @@ def test_apply_without_generator_variables_raises():
     variable = keras.Variable(np.ones(2, "float32"))
     with pytest.raises(ValueError, match="does not know which variables belong to the generator"):
         optimizer.apply([np.ones(2, "float32")], [variable])
+
+
+# --------------------------------------------------------------- Keras optimizer contract
+def gan_with(optimizer, **kwargs):
+    gan = onestep_gan.OneStepGAN(make_generator(), make_conditional_discriminator(), **kwargs)
+    conditions, real = batch()
+    gan(conditions)
+    gan.compile(optimizer=optimizer)
+    return gan, conditions, real
+
+
+def test_learning_rate_callback_keeps_an_explicit_generator_optimizers_ratio():
+    optimizer = onestep_gan.GANOptimizer(
+        keras.optimizers.SGD(0.1), generator_optimizer=keras.optimizers.SGD(0.01)
+    )
+    gan, conditions, real = gan_with(optimizer)
+    halve = keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr / 2 if epoch else lr)
+    gan.fit(conditions, real, batch_size=8, epochs=3, verbose=0, callbacks=[halve])
+    assert float(optimizer.discriminator_optimizer.learning_rate) == pytest.approx(0.025)
+    assert float(optimizer.generator_optimizer.learning_rate) == pytest.approx(0.0025)
+
+
+def test_generator_optimizer_and_ratio_together_are_refused():
+    with pytest.raises(ValueError, match="either generator_optimizer or generator_learning_rate_ratio"):
+        onestep_gan.GANOptimizer("sgd", generator_optimizer="sgd", generator_learning_rate_ratio=0.5)
+
+
+def weights_after_one_step(make_optimizer, trainer="one_step"):
+    keras.utils.set_random_seed(0)
+    conditions, real = batch()
+    if trainer == "one_step":
+        gan = onestep_gan.OneStepGAN(make_generator(), make_conditional_discriminator(), lam=0.5)
+        gan(conditions)
+        gan.compile(optimizer=make_optimizer())
+    else:
+        gan = onestep_gan.AlternatingGAN(make_generator(), make_conditional_discriminator())
+        gan(conditions)
+        gan.compile(discriminator_optimizer=make_optimizer(), generator_optimizer=make_optimizer())
+    gan.fit(conditions, real, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    return [v.numpy() for v in gan.trainable_variables]
+
+
+@pytest.mark.parametrize(
+    "trainer, wrap",
+    [("one_step", False), ("one_step", True), ("alternating", False)],
+)
+def test_loss_scale_factor_is_undone(trainer, wrap):
+    def scaled():
+        sgd = keras.optimizers.SGD(0.1, loss_scale_factor=128.0)
+        return onestep_gan.GANOptimizer(sgd) if wrap else sgd
+
+    expected = weights_after_one_step(lambda: keras.optimizers.SGD(0.1), trainer)
+    for value, reference in zip(weights_after_one_step(scaled, trainer), expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("where", ["inner", "outer"])
+def test_adamw_weight_decay_exclusions_reach_both_nets(where):
+    adamw = keras.optimizers.AdamW(0.1, weight_decay=0.5)
+    if where == "inner":
+        adamw.exclude_from_weight_decay(var_names=["bias"])
+    optimizer = onestep_gan.GANOptimizer(adamw, generator_learning_rate_ratio=0.5)
+    if where == "outer":
+        optimizer.exclude_from_weight_decay(var_names=["bias"])
+    gan, _, _ = gan_with(optimizer)
+    for variable in gan.trainable_variables:
+        variable.assign(np.ones(variable.shape, "float32"))
+    # Zero gradients: Adam's step is 0, only the decoupled weight decay moves the weights.
+    optimizer.apply([np.zeros(v.shape, "float32") for v in gan.trainable_variables], gan.trainable_variables)
+    for variable in gan.trainable_variables:
+        decayed = "bias" not in variable.path
+        rate = 0.1 * (0.5 if any(variable is g for g in gan.generator.trainable_variables) else 1.0)
+        expected = 1.0 - rate * 0.5 if decayed else 1.0
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-6, err_msg=variable.path)
+
+
+@pytest.mark.parametrize("ratio", [None, 0.5])
+def test_learning_rate_schedule_is_accepted(ratio):
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=1, decay_rate=0.5)
+    kwargs = {} if ratio is None else {"generator_learning_rate_ratio": ratio}
+    optimizer = onestep_gan.GANOptimizer(keras.optimizers.SGD(schedule), **kwargs)
+    gan, conditions, real = gan_with(optimizer)
+    gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)  # 2 steps
+    d_rate = float(optimizer.discriminator_optimizer.learning_rate)
+    assert d_rate == pytest.approx(0.025)
+    assert float(optimizer.generator_optimizer.learning_rate) == pytest.approx(d_rate * (ratio or 1.0))
+    clone = onestep_gan.GANOptimizer.from_config(optimizer.get_config())
+    assert float(clone.generator_optimizer.learning_rate) == pytest.approx(0.1 * (ratio or 1.0))
+
+
+def clip_setup(optimizer):
+    """Two variables, one per net: G's gradient has norm 5, D's 12, together 13."""
+    g_var, d_var = keras.Variable(np.zeros(2, "float32")), keras.Variable(np.zeros(2, "float32"))
+    optimizer.assign_generator_variables([g_var])
+    optimizer.apply([np.array([3.0, 4.0], "float32"), np.array([0.0, 12.0], "float32")], [g_var, d_var])
+    return -g_var.numpy(), -d_var.numpy()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: onestep_gan.GANOptimizer(keras.optimizers.SGD(1.0, global_clipnorm=1.3)),
+        lambda: onestep_gan.GANOptimizer(keras.optimizers.SGD(1.0), global_clipnorm=1.3),
+    ],
+    ids=["inner", "argument"],
+)
+def test_global_clipnorm_is_one_norm_over_both_nets(make):
+    g_step, d_step = clip_setup(make())
+    np.testing.assert_allclose(g_step, [0.3, 0.4], rtol=1e-5)  # both scaled by 1.3 / 13
+    np.testing.assert_allclose(d_step, [0.0, 1.2], rtol=1e-5)
+
+
+def test_global_clipnorm_per_net_with_explicit_optimizers():
+    optimizer = onestep_gan.GANOptimizer(
+        keras.optimizers.SGD(1.0, global_clipnorm=1.3),
+        generator_optimizer=keras.optimizers.SGD(1.0, global_clipnorm=1.3),
+    )
+    g_step, d_step = clip_setup(optimizer)
+    np.testing.assert_allclose(g_step, [1.3 * 0.6, 1.3 * 0.8], rtol=1e-5)
+    np.testing.assert_allclose(d_step, [0.0, 1.3], rtol=1e-5)
+
+
+def test_swap_ema_weights_callback():
+    optimizer = onestep_gan.GANOptimizer(keras.optimizers.SGD(0.1, use_ema=True, ema_momentum=0.5))
+    gan, conditions, real = gan_with(optimizer)
+    gan.fit(conditions, real, batch_size=4, epochs=2, verbose=0,
+            validation_data=(conditions, real), callbacks=[keras.callbacks.SwapEMAWeights()])
+    assert len(optimizer.optimizers) == 2 and all(o.use_ema for o in optimizer.optimizers)
