@@ -123,3 +123,16 @@ def test_bad_arguments_raise():
         greedy_search(step_fn, _state([0]), batch_size=1, max_length=0)
     with pytest.raises(ValueError, match="beam_width=0"):
         beam_search(step_fn, _state([0]), batch_size=1, max_length=3, beam_width=0)
+
+
+def test_beam_returns_every_candidate_best_first_on_request():
+    step_fn, _ = markov_step_fn([BEAM_BEATS_GREEDY])
+    sequences, scores = beam_search(
+        step_fn, _state([0], 2), batch_size=1, max_length=4, beam_width=2, length_penalty=0.0,
+        return_all=True,
+    )
+    # B EOS (0.45 * 0.9 = 0.405) beats A C EOS (0.55 * 0.4 * 1.0 = 0.22).
+    np.testing.assert_array_equal(sequences, [[[B, EOS, PAD, PAD], [A, C, EOS, PAD]]])
+    np.testing.assert_allclose(ops.convert_to_numpy(scores), [[np.log(0.405), np.log(0.22)]], rtol=1e-4)
+    best = beam_search(step_fn, _state([0], 2), batch_size=1, max_length=4, beam_width=2, length_penalty=0.0)
+    np.testing.assert_array_equal(best, sequences[:, 0])

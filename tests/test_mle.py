@@ -104,9 +104,10 @@ def test_train_and_evaluate_writes_every_output(tiny_run):
     for name in (
         "config.json", "vocabulary.json", "model.keras", "timing.json", "summary.md",
         "dev_hypotheses.txt", "dev_scores.json", "dev_scores.md",
-        "test_hypotheses.txt", "test_scores.json", "test_scores.md",
+        "test_hypotheses.txt", "test_scores.json", "test_scores.md", "aligner.json",
     ):
         assert (run_dir / name).is_file(), name
+    assert {"slot_error_rate", "wrong_binding_rate"} <= set(results["test"]["all"])
     assert not (run_dir / "backup").exists()  # BackupAndRestore clears it after training
     assert len((run_dir / "test_hypotheses.txt").read_text().splitlines()) == 2
     assert len((run_dir / "dev_hypotheses.txt").read_text().splitlines()) == 1

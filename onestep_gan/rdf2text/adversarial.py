@@ -29,9 +29,10 @@ from keras import ops
 
 import onestep_gan
 from onestep_gan.callbacks import TerminateOnDivergence, TrainingDivergedError
-from onestep_gan.rdf2text import datasets, evaluation, inference, runs
+from onestep_gan.rdf2text import datasets, evaluation, runs
 from onestep_gan.rdf2text.discriminator import TextDiscriminator, check_compatible
-from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy
+from onestep_gan.rdf2text.faithfulness import SlotAligner
+from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy, decoder_for
 from onestep_gan.rdf2text.sampling import LinearSchedule, TextSampler
 
 logger = logging.getLogger(__name__)
@@ -194,6 +195,10 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     # The same dev/test entries and decoding settings as the MLE run, so scores compare.
     dev_entries = runs.load_split("dev", data_dir, mle_config.max_eval_entries, mle_config.seed)
     test_entries = runs.load_split("test", data_dir, mle_config.max_eval_entries, mle_config.seed)
+    aligner = runs.load_aligner(mle_run_dir) or SlotAligner.from_entries(
+        runs.load_split("train", data_dir)
+    )
+    aligner.save(run_dir / runs.ALIGNER_FILE)
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)
     held_out_examples = preprocessor.encode_entries(dev_entries, for_training=True)
 
@@ -293,19 +298,16 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     logger.info("Discriminator held-out accuracy after fine-tuning: %s", accuracy["after_adversarial"])
 
     # 3. Decode with the fine-tuned generator; compare with the MLE run's own scores.
-    generate_function = inference.make_generate_function(
-        transformer, method=mle_config.decode_method, beam_width=mle_config.beam_width,
-        length_penalty=mle_config.length_penalty,
-    )
+    decode = decoder_for(transformer, preprocessor, mle_config, aligner)
     results = {}
     for name, entries in (("dev", dev_entries), ("test", test_entries)):
         examples = preprocessor.encode_entries(entries, for_training=False)
         t0 = time.perf_counter()
-        hypotheses = inference.decode_examples(
-            generate_function, examples, preprocessor, mle_config.decode_batch_size
-        )
+        hypotheses = decode(examples)
         timing[f"decode_{name}_seconds"] = time.perf_counter() - t0
-        results[name] = evaluation.write_report(run_dir, hypotheses, entries, name=f"adversarial_{name}")
+        results[name] = evaluation.write_report(
+            run_dir, hypotheses, entries, name=f"adversarial_{name}", aligner=aligner
+        )
     timing["total_seconds"] = time.perf_counter() - start
     mle_scores_path = pathlib.Path(mle_run_dir) / "test_scores.json"
     mle_scores = json.loads(mle_scores_path.read_text()) if mle_scores_path.is_file() else None

@@ -98,7 +98,8 @@ def _adversarial(args):
 
 def _generate(args):
     from onestep_gan.rdf2text.inference import generate_texts
-    from onestep_gan.rdf2text.runs import load_run
+    from onestep_gan.rdf2text.reranking import SlotErrorReranker
+    from onestep_gan.rdf2text.runs import load_aligner, load_run
 
     if args.input:
         lines = pathlib.Path(args.input).read_text(encoding="utf-8").splitlines()
@@ -108,14 +109,17 @@ def _generate(args):
     if not triple_sets:
         return 0
     model, preprocessor, config = load_run(args.run_dir)
+    method = args.decode_method or config.decode_method
+    aligner = load_aligner(args.run_dir) if config.rerank and method == "beam" else None
     texts = generate_texts(
         model,
         preprocessor,
         triple_sets,
-        method=args.decode_method or config.decode_method,
+        method=method,
         beam_width=args.beam_width or config.beam_width,
         length_penalty=config.length_penalty,
         batch_size=config.decode_batch_size,
+        reranker=SlotErrorReranker(aligner) if aligner is not None else None,
     )
     for text in texts:
         print(text)
@@ -124,6 +128,7 @@ def _generate(args):
 
 def _evaluate(args):
     from onestep_gan.rdf2text import evaluation, webnlg
+    from onestep_gan.rdf2text.faithfulness import SlotAligner
 
     hypotheses_path = pathlib.Path(args.hypotheses)
     hypotheses = hypotheses_path.read_text(encoding="utf-8").splitlines()
@@ -135,7 +140,8 @@ def _evaluate(args):
         )
     output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
     name = args.name or f"{args.split}_evaluated"
-    scores = evaluation.write_report(output_dir, hypotheses, entries, name=name)
+    aligner = SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir))
+    scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
     return 0
 

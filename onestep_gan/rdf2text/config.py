@@ -77,6 +77,7 @@ class MLEConfig(_Serialisable):
     decode_method: str = "beam"
     beam_width: int = 4
     length_penalty: float = 0.6
+    rerank: bool = True  # beam candidates reranked by slot errors (reranking.SlotErrorReranker)
     decode_batch_size: int = 32
     num_logged_samples: int = 3
     verbose: int | str = "auto"

@@ -8,8 +8,9 @@
    Keras callbacks `ModelCheckpoint(save_best_only=True)` on the dev loss, `BackupAndRestore`
    (rerunning an interrupted run resumes at the epoch where it stopped), `TensorBoard`,
    `EarlyStopping` and `SampleGenerationLogger` (a few dev generations per epoch);
-3. reload the best checkpoint, decode dev and test (beam search by default), relexicalise,
-   detokenise and score with `evaluation.write_report`.
+3. reload the best checkpoint, mine a `SlotAligner` from the train references, decode dev and
+   test (beam search whose candidates are reranked by slot errors, by default), relexicalise,
+   detokenise and score with `evaluation.write_report` (BLEU, chrF++, coverage, slot errors).
 
 Files written to `run_dir`: see `runs.py`; `tensorboard/` too, and `backup/` only while
 training is unfinished.
@@ -31,7 +32,9 @@ import numpy as np
 from keras import ops
 
 from onestep_gan.rdf2text import datasets, evaluation, inference, runs
+from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from onestep_gan.rdf2text.reranking import SlotErrorReranker
 from onestep_gan.rdf2text.transformer import TransformerGenerator
 
 logger = logging.getLogger(__name__)
@@ -106,6 +109,29 @@ class LabelSmoothedSparseCrossEntropy(keras.losses.Loss):
         config = super().get_config()
         config.update({"label_smoothing": self.label_smoothing, "ignore_class": self.ignore_class})
         return config
+
+
+def decoder_for(model, preprocessor, config, aligner=None, progress=True):
+    """`fn(examples) -> texts`: the decoding `config` asks for (method, beam, length penalty,
+    and reranking of the beam candidates by slot errors when `config.rerank` and an aligner)."""
+    reranker = None
+    if config.rerank and config.decode_method == "beam" and aligner is not None:
+        reranker = SlotErrorReranker(aligner)
+    generate_function = inference.make_generate_function(
+        model,
+        method=config.decode_method,
+        beam_width=config.beam_width,
+        length_penalty=config.length_penalty,
+        return_candidates=reranker is not None,
+    )
+
+    def decode(examples):
+        return inference.decode_examples(
+            generate_function, examples, preprocessor, config.decode_batch_size, progress=progress,
+            reranker=reranker,
+        )
+
+    return decode
 
 
 def build_model(config, preprocessor):
@@ -259,19 +285,16 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
 
     # 3. Decode dev and test with the best checkpoint; score.
     best_model = runs.load_model_file(run_dir / runs.MODEL_FILE)
-    generate_function = inference.make_generate_function(
-        best_model,
-        method=config.decode_method,
-        beam_width=config.beam_width,
-        length_penalty=config.length_penalty,
-    )
+    aligner = SlotAligner.from_entries(train_entries)  # mined from train references only
+    aligner.save(run_dir / runs.ALIGNER_FILE)
+    decode = decoder_for(best_model, preprocessor, config, aligner)
     results, decode_seconds = {}, {}
     for name, entries, examples in (("dev", dev_entries, dev_examples), ("test", test_entries, test_examples)):
         logger.info("Decoding %d %s entries (%s)", len(examples), name, config.decode_method)
         decode_start = time.perf_counter()
-        hypotheses = inference.decode_examples(generate_function, examples, preprocessor, config.decode_batch_size)
+        hypotheses = decode(examples)
         decode_seconds[name] = time.perf_counter() - decode_start
-        results[name] = evaluation.write_report(run_dir, hypotheses, entries, name=name)
+        results[name] = evaluation.write_report(run_dir, hypotheses, entries, name=name, aligner=aligner)
         logger.info("%s scores:\n%s", name, evaluation.format_markdown_table(results[name]))
 
     decoded = len(dev_examples) + len(test_examples)
@@ -299,7 +322,8 @@ def _write_summary(run_dir, config, results, timing):
         "",
         f"Model {config.model_dim}d, {config.num_encoder_layers}+{config.num_decoder_layers} layers; "
         f"{timing['epochs_trained']} epochs; decoding: {config.decode_method}"
-        + (f" (beam {config.beam_width})" if config.decode_method == "beam" else ""),
+        + (f" (beam {config.beam_width}{', reranked by slot errors' if config.rerank else ''})"
+           if config.decode_method == "beam" else ""),
         "",
     ]
     for name in ("dev", "test"):

@@ -5,10 +5,11 @@ An MLE run folder (`mle.train_and_evaluate`) holds
     config.json        MLEConfig (sizes, lengths, decoding settings)
     vocabulary.json    the Vocabulary (special ids 0-3, then train tokens)
     model.keras        the TransformerGenerator with the best dev loss
+    aligner.json       the SlotAligner mined from train (slot error scores, reranking)
     {dev,test}_hypotheses.txt, {dev,test}_scores.{json,md}, timing.json, summary.md
 
 An adversarial run folder (`adversarial.train_adversarial`) holds the same `config.json` and
-`vocabulary.json` (copied from its MLE run, so it decodes the same way), `generator.keras` and
+`vocabulary.json` and `aligner.json` (copied from its MLE run, so it decodes the same way), `generator.keras` and
 `discriminator.keras`, `adversarial_config.json` and its own scores. `load_run` reads either kind,
 so `generate` and `evaluate` work on both.
 
@@ -25,6 +26,7 @@ import keras
 
 from onestep_gan.rdf2text import webnlg
 from onestep_gan.rdf2text.config import MLEConfig
+from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.vocabulary import Vocabulary
 
@@ -38,6 +40,7 @@ SUMMARY_FILE = "summary.md"
 GENERATOR_FILE = "generator.keras"
 DISCRIMINATOR_FILE = "discriminator.keras"
 ADVERSARIAL_CONFIG_FILE = "adversarial_config.json"
+ALIGNER_FILE = "aligner.json"
 BACKUP_DIR = "backup"
 
 
@@ -97,3 +100,9 @@ def load_run(run_dir):
     preprocessor = preprocessor_for(config, Vocabulary.load(run_dir / VOCABULARY_FILE))
     model = load_model_file(run_dir / model_file)
     return model, preprocessor, config
+
+
+def load_aligner(run_dir):
+    """The run's `SlotAligner` (`aligner.json`), or None for a run saved without one."""
+    path = pathlib.Path(run_dir) / ALIGNER_FILE
+    return SlotAligner.load(path) if path.is_file() else None

@@ -1,0 +1,57 @@
+"""SlotErrorReranker: among beam candidates, the one with the fewest slot and placeholder
+errors wins; ties go to the more likely (earlier) candidate."""
+
+import numpy as np
+import pytest
+
+from onestep_gan.rdf2text.faithfulness import SlotAligner
+from onestep_gan.rdf2text.inference import decode_examples
+from onestep_gan.rdf2text.preprocessor import EncodedExample, TextPreprocessor
+from onestep_gan.rdf2text.reranking import SlotErrorReranker
+from onestep_gan.rdf2text.vocabulary import Vocabulary
+from onestep_gan.rdf2text.webnlg import Triple
+from tests.test_faithfulness import _training_entries
+
+TRIPLES = (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"), Triple("Alan_Bean", "occupation", "Test_pilot"))
+ENTITY_MAP = {"ENT_1": "Alan Bean", "ENT_2": "Wheeler, Texas", "ENT_3": "Test pilot"}
+
+
+@pytest.fixture(scope="module")
+def reranker():
+    # The tiny hand-made corpus of test_faithfulness, with its lowered thresholds.
+    aligner = SlotAligner.from_entries(_training_entries(), min_count=1, smoothing=0.0, margin=1.5, min_rival=2.0)
+    return SlotErrorReranker(aligner)
+
+
+SWAPPED = "ENT_1 was born in ENT_3 and served as a ENT_2 .".split()
+RIGHT = "ENT_1 was born in ENT_2 and served as a ENT_3 .".split()
+
+
+def test_a_swapped_candidate_loses_to_a_faithful_one(reranker):
+    assert reranker.errors(TRIPLES, RIGHT, ENTITY_MAP) == 0
+    assert reranker.errors(TRIPLES, SWAPPED, ENTITY_MAP) == 2  # both triples bound wrongly
+    assert reranker.choose(TRIPLES, [SWAPPED, RIGHT], ENTITY_MAP) == 1
+
+
+def test_invented_and_repeated_placeholders_count_and_ties_keep_beam_order(reranker):
+    invented = RIGHT[:-1] + ["near", "ENT_4", "."]
+    repeated = RIGHT[:-1] + ["in", "ENT_2", "."]
+    assert reranker.errors(TRIPLES, invented, ENTITY_MAP) == 1
+    assert reranker.errors(TRIPLES, repeated, ENTITY_MAP) == 1
+    assert reranker.choose(TRIPLES, [RIGHT, list(RIGHT)], ENTITY_MAP) == 0
+    with pytest.raises(ValueError, match="at least one candidate"):
+        reranker.choose(TRIPLES, [], ENTITY_MAP)
+
+
+def test_decode_examples_relexicalises_the_chosen_candidate(reranker):
+    vocabulary = Vocabulary(sorted(set(SWAPPED)))
+    preprocessor = TextPreprocessor(vocabulary, 16, 16)
+    example = EncodedExample("e0", (4, 5), None, ENTITY_MAP, TRIPLES)
+    candidates = np.array([[vocabulary.encode(SWAPPED, add_eos=True), vocabulary.encode(RIGHT, add_eos=True)]])
+
+    def generate_function(source_ids):  # (batch, beam, length) candidates, scores
+        assert source_ids.shape[0] == 1
+        return candidates, np.zeros((1, 2))
+
+    texts = decode_examples(generate_function, [example], preprocessor, 1, progress=False, reranker=reranker)
+    assert texts == ["Alan Bean was born in Wheeler, Texas and served as a Test pilot."]
