@@ -58,6 +58,11 @@ class OneStepGAN(GANModel):
             added to the loss with its gradient routed to G only (for example an
             MLE term on the generator). D's weights see none of it as long as
             the function does not call D.
+        discriminator_extra_loss: optional `fn(conditions, real, fake) -> scalar`
+            added to the loss with its gradient routed to D only, the mirror of
+            `generator_extra_loss` (for example D scoring hard negatives made
+            from the real data). It receives G's sample with its gradient
+            stopped, so no term it computes can reach G's weights.
 
     Call arguments:
         inputs: conditions (conditional) or a batch of real samples, used only
@@ -90,6 +95,7 @@ class OneStepGAN(GANModel):
         gradient_penalty_weight=10.0,
         seed=None,
         generator_extra_loss=None,
+        discriminator_extra_loss=None,
         **kwargs,
     ):
         lam = check_number("lam", lam)
@@ -104,6 +110,7 @@ class OneStepGAN(GANModel):
         )
         self.lam = lam
         self.generator_extra_loss = generator_extra_loss
+        self.discriminator_extra_loss = discriminator_extra_loss
 
     def compile(self, optimizer="adam", **kwargs):
         """Like `keras.Model.compile`; the optimizer is wrapped in a `GANOptimizer`.
@@ -172,6 +179,9 @@ class OneStepGAN(GANModel):
         if self.generator_extra_loss is not None:
             extra = self.generator_extra_loss(conditions, real, fake)
             total = total + extra
+        if self.discriminator_extra_loss is not None:
+            # Only the stopped sample goes in: nothing computed here depends on G's weights.
+            total = total + self.discriminator_extra_loss(conditions, real, fake_stopped)
         if regularization:  # Each term touches only its own net's weights.
             total = total + float32_sum(regularization)
 
@@ -179,9 +189,10 @@ class OneStepGAN(GANModel):
         return distribute.scale_loss_for_distribution(total)
 
     def get_config(self):
-        if self.generator_extra_loss is not None:
+        if self.generator_extra_loss is not None or self.discriminator_extra_loss is not None:
             raise ValueError(
-                "A OneStepGAN with a generator_extra_loss function cannot be serialised; "
+                "A OneStepGAN with a generator_extra_loss or discriminator_extra_loss function "
+                "cannot be serialised; "
                 "save the generator and discriminator separately, or subclass OneStepGAN "
                 "and override compute_loss."
             )

@@ -326,6 +326,39 @@ def test_generator_extra_loss_reaches_generator_only():
     assert float(total) == pytest.approx(float(base) + float(extra(conditions, real, fake_extra)), rel=1e-6)
 
 
+def test_discriminator_extra_loss_reaches_discriminator_only():
+    """The mirror of generator_extra_loss: a D term on a corrupted real batch and on the
+    (stopped) sample changes D's gradient and leaves G's bit for bit."""
+    gan = conditional_gan()
+    conditions, real = batch()
+    gan(conditions)
+    seen = {}
+
+    def extra(conditions, real, fake):
+        seen["fake"] = fake
+        corrupted = ops.flip(real, axis=0)
+        scores = gan.discriminator([conditions, corrupted], training=True)
+        return ops.mean(ops.square(scores)) + ops.mean(gan.discriminator([conditions, fake], training=True))
+
+    with tf.GradientTape(persistent=True) as tape:
+        fake = gan(conditions)
+        base = gan.compute_loss(conditions, real, fake)
+    gan.discriminator_extra_loss = extra
+    with tf.GradientTape(persistent=True) as tape_extra:
+        fake_extra = gan(conditions)
+        total = gan.compute_loss(conditions, real, fake_extra)
+    g_base = tape.gradient(base, gan.generator.trainable_variables)
+    g_extra = tape_extra.gradient(total, gan.generator.trainable_variables)
+    for a, b in zip(g_base, g_extra):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    d_base = tape.gradient(base, gan.discriminator.trainable_variables)
+    d_extra = tape_extra.gradient(total, gan.discriminator.trainable_variables)
+    assert any(np.any(a.numpy() != b.numpy()) for a, b in zip(d_base, d_extra))
+    np.testing.assert_array_equal(seen["fake"].numpy(), fake_extra.numpy())  # the value, stopped
+    with pytest.raises(ValueError, match="discriminator_extra_loss"):
+        gan.get_config()
+
+
 class InterruptAtEpoch(keras.callbacks.Callback):
     def __init__(self, epoch):
         super().__init__()
