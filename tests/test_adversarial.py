@@ -106,3 +106,21 @@ def test_save_gan_parts_keeps_the_last_good_epoch_after_divergence(tmp_path):
     divergence.diverged = {"epoch": 1}
     saver.on_epoch_end(1)
     assert (tmp_path / runs.GENERATOR_FILE).read_bytes() == saved
+
+
+def test_hard_negatives_fall_back_to_another_triplesets_text_and_are_scored_per_type():
+    _, sampler, discriminator = tiny_parts()
+    hard_negatives = adversarial.HardNegatives(placeholder_ids=[4, 5, 6], boundary_ids=[7], pad_id=0)
+    source = ops.convert_to_tensor([[4, 5, 0, 0], [6, 8, 0, 0]], dtype="int32")
+    real = ops.convert_to_tensor([[4, 9, 5, 3, 0, 0], [6, 9, 3, 0, 0, 0]], dtype="int32")
+    negatives = {kind: (ops.convert_to_numpy(texts), ops.convert_to_numpy(valid))
+                 for kind, (texts, valid) in hard_negatives(source, real).items()}
+    np.testing.assert_array_equal(negatives["swap"][0], [[5, 9, 4, 3, 0, 0], [4, 9, 5, 3, 0, 0]])
+    assert negatives["swap"][1].tolist() == [True, False]  # row 1 has one placeholder: row 0's text
+    pretrainer = adversarial.DiscriminatorPretrainer(sampler, discriminator, hard_negatives=hard_negatives)
+    pretrainer.compute_loss(source, real, pretrainer(source))
+    swap_scores = ops.convert_to_numpy(discriminator([source, negatives["swap"][0]]))[:, 0]
+    # Hinge: a negative is caught when its score is positive; only valid rows count.
+    assert float(pretrainer.trackers["swap_accuracy"].result()) == pytest.approx(float(swap_scores[0] > 0))
+    term = adversarial.hard_negative_term(discriminator, hard_negatives, "hinge", weight=2.0)
+    assert float(term(source, real, None)) > 0

@@ -32,6 +32,7 @@ from onestep_gan.callbacks import TerminateOnDivergence, TrainingDivergedError
 from onestep_gan.rdf2text import datasets, evaluation, runs
 from onestep_gan.rdf2text.discriminator import TextDiscriminator, check_compatible
 from onestep_gan.rdf2text.faithfulness import SlotAligner
+from onestep_gan.rdf2text.hard_negatives import NEGATIVE_TYPES, build_negatives
 from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy, decoder_for
 from onestep_gan.rdf2text.sampling import LinearSchedule, TextSampler
 
@@ -60,14 +61,73 @@ def mle_term(transformer, weight=1.0, label_smoothing=0.1):
     return term
 
 
+# ------------------------------------------------------------------ hard negatives
+class HardNegatives:
+    """`fn(source_ids, real) -> {type: (texts, valid)}`: the `hard_negatives.py` corruptions
+    of a batch of real texts. A row the builder cannot corrupt (`valid` False) gets the real
+    text of the next tripleset instead (still a negative, never the real text itself).
+
+    Args:
+        placeholder_ids: the placeholder ids (`TextPreprocessor.placeholder_ids`).
+        boundary_ids: ids of clause boundaries ("," "and" ".") for `drop_clause`.
+        pad_id: the PAD id.
+    """
+
+    def __init__(self, placeholder_ids, boundary_ids, pad_id):
+        if len(placeholder_ids) < 2:
+            raise ValueError(
+                f"Hard negatives need at least 2 placeholder ids. Received: {list(placeholder_ids)}"
+            )
+        self.placeholder_ids = list(placeholder_ids)
+        self.boundary_ids = list(boundary_ids)
+        self.pad_id = int(pad_id)
+
+    @classmethod
+    def for_preprocessor(cls, preprocessor):
+        boundaries = [token for token in (",", "and", ".") if token in preprocessor.vocabulary]
+        return cls(
+            preprocessor.placeholder_ids, preprocessor.vocabulary.encode(boundaries), preprocessor.pad_id
+        )
+
+    def __call__(self, source_ids, real):
+        mismatched = ops.roll(real, shift=1, axis=0)
+        negatives = build_negatives(real, source_ids, self.placeholder_ids, self.boundary_ids, self.pad_id)
+        return {
+            kind: (ops.where(valid[:, None], ops.cast(texts, real.dtype), mismatched), valid)
+            for kind, (texts, valid) in negatives.items()
+        }
+
+
+def hard_negative_term(discriminator, hard_negatives, loss="hinge", weight=1.0):
+    """`fn(conditions, real, fake)`: D's GAN loss on real texts against their hard negatives.
+
+    Passed as `OneStepGAN(discriminator_extra_loss=...)`, so D keeps seeing the hard negatives
+    during fine-tuning; it never uses the sample, and the engine hands it a stopped one, so its
+    gradient reaches D only.
+    """
+    gan_loss = onestep_gan.losses.get(loss)
+
+    def term(conditions, real, fake):
+        del fake
+        texts = [texts for texts, _ in hard_negatives(conditions, real).values()]
+        repeated_conditions = ops.concatenate([conditions] * len(texts), axis=0)
+        real_scores = discriminator([conditions, real], training=True)[:, 0]
+        negative_scores = discriminator([repeated_conditions, ops.concatenate(texts, axis=0)], training=True)[:, 0]
+        return weight * gan_loss.discriminator_loss(real_scores, negative_scores)
+
+    return term
+
+
 # ------------------------------------------------------------------ D pretraining
 @keras.saving.register_keras_serializable(package="onestep_gan")
 class DiscriminatorPretrainer(keras.Model):
     """Trains a text discriminator alone, against samples and mismatched real texts.
 
     The loss is the GAN loss's discriminator term with real pairs on the real side and,
-    on the fake side, the sampler's texts and the real texts of another tripleset in the
-    batch (rolled by one). Accuracies (logged as `real_accuracy`, `fake_accuracy`,
+    on the fake side, the sampler's texts, the real texts of another tripleset in the
+    batch (rolled by one) and, with `hard_negatives` (a `HardNegatives`), the real text
+    corrupted: placeholders swapped, a value moved, a clause dropped (accuracies per type
+    logged as `swap_accuracy`, `move_accuracy`, `drop_accuracy`). Accuracies (logged as `real_accuracy`, `fake_accuracy`,
     `mismatch_accuracy` and their mean `accuracy`) count a score as correct when its sign
     is the loss's real orientation (`GANLoss.real_sign`) for real pairs and the opposite for
     the others. The sampler is not trained.
@@ -78,7 +138,7 @@ class DiscriminatorPretrainer(keras.Model):
         loss: a GAN loss name or `GANLoss` (pointwise losses: not `relativistic`).
     """
 
-    def __init__(self, sampler, discriminator, loss="hinge", **kwargs):
+    def __init__(self, sampler, discriminator, loss="hinge", hard_negatives=None, **kwargs):
         super().__init__(**kwargs)
         self.gan_loss = onestep_gan.losses.get(loss)
         if self.gan_loss.generator_uses_real or self.gan_loss.gradient_penalty:
@@ -90,10 +150,11 @@ class DiscriminatorPretrainer(keras.Model):
         self.sampler = sampler
         self.sampler.trainable = False
         self.discriminator = discriminator
-        self.trackers = {
-            name: keras.metrics.Mean(name=name)
-            for name in ("accuracy", "real_accuracy", "fake_accuracy", "mismatch_accuracy")
-        }
+        self.hard_negatives = hard_negatives
+        names = ["accuracy", "real_accuracy", "fake_accuracy", "mismatch_accuracy"]
+        if hard_negatives is not None:
+            names += [f"{kind}_accuracy" for kind in NEGATIVE_TYPES]
+        self.trackers = {name: keras.metrics.Mean(name=name) for name in names}
 
     def build(self, input_shape=None):
         self.built = True  # the sampler and D build themselves on their first call
@@ -111,15 +172,22 @@ class DiscriminatorPretrainer(keras.Model):
         real_scores = self._scores(source_ids, real, training)
         fake_scores = self._scores(source_ids, fake, training)
         mismatch_scores = self._scores(source_ids, mismatched, training)
-        loss = self.gan_loss.discriminator_loss(
-            real_scores, ops.concatenate([fake_scores, mismatch_scores], axis=0)
-        )
+        negative_scores = [fake_scores, mismatch_scores]
         sign = self.gan_loss.real_sign
         correct = {
             "real_accuracy": ops.cast(sign * real_scores > 0, "float32"),
             "fake_accuracy": ops.cast(sign * fake_scores < 0, "float32"),
             "mismatch_accuracy": ops.cast(sign * mismatch_scores < 0, "float32"),
         }
+        if self.hard_negatives is not None:
+            for kind, (texts, valid) in self.hard_negatives(source_ids, real).items():
+                scores = self._scores(source_ids, texts, training)
+                negative_scores.append(scores)
+                # Accuracy per type on the rows the builder could corrupt.
+                self.trackers[f"{kind}_accuracy"].update_state(
+                    ops.cast(sign * scores < 0, "float32"), sample_weight=ops.cast(valid, "float32")
+                )
+        loss = self.gan_loss.discriminator_loss(real_scores, ops.concatenate(negative_scores, axis=0))
         for name, values in correct.items():
             self.trackers[name].update_state(values)
         self.trackers["accuracy"].update_state(ops.concatenate(list(correct.values()), axis=0))
@@ -236,7 +304,8 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     resuming = (run_dir / runs.DISCRIMINATOR_FILE).is_file() and backup_dir.is_dir()
 
     # 1. Discriminator pretraining (skipped when resuming: the backup holds D).
-    pretrainer = DiscriminatorPretrainer(sampler, discriminator, loss=config.loss)
+    hard_negatives = HardNegatives.for_preprocessor(preprocessor) if config.hard_negative_weight > 0 else None
+    pretrainer = DiscriminatorPretrainer(sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives)
     pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
     timing = {}
     accuracy = {}
@@ -260,6 +329,9 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
         seed=config.seed,
         generator_extra_loss=mle_term(transformer, config.mle_weight, config.label_smoothing)
         if config.mle_weight > 0 else None,
+        discriminator_extra_loss=hard_negative_term(
+            discriminator, hard_negatives, config.loss, config.hard_negative_weight
+        ) if hard_negatives is not None else None,
     )
     gan.compile(
         optimizer=onestep_gan.GANOptimizer(
@@ -324,17 +396,26 @@ def format_comparison(mle_scores, adversarial_scores, accuracy, timing):
         ("BLEU-2017 (all)", "bleu_2017", 1.0), ("sacreBLEU (all)", "sacrebleu", 1.0),
         ("chrF++ (all)", "chrf_pp", 1.0), ("entity coverage % (all)", "entity_coverage", 100.0),
         ("repeated 3-gram % (all)", "repeated_trigram_share", 100.0),
+        ("slot errors % (all)", "slot_error_rate", 100.0),
+        ("wrong bindings % (all)", "wrong_binding_rate", 100.0),
     ]
     lines = ["| metric | MLE | MLE+GAN |", "|---|---:|---:|"]
     for label, key, scale in rows:
-        mle = f"{mle_scores['all'][key] * scale:.2f}" if mle_scores else "n/a"
+        if key not in adversarial_scores["all"]:
+            continue
+        mle = f"{mle_scores['all'][key] * scale:.2f}" if mle_scores and key in mle_scores["all"] else "n/a"
         lines.append(f"| {label} | {mle} | {adversarial_scores['all'][key] * scale:.2f} |")
     for subset in ("seen", "unseen"):
         if subset in adversarial_scores:
             mle = f"{mle_scores[subset]['bleu_2017']:.2f}" if mle_scores and subset in mle_scores else "n/a"
             lines.append(f"| BLEU-2017 ({subset}) | {mle} | {adversarial_scores[subset]['bleu_2017']:.2f} |")
     for stage, values in accuracy.items():
-        lines.append(f"| D held-out accuracy, {stage.replace('_', ' ')} | | {values['accuracy'] * 100:.1f}% |")
+        parts = ", ".join(
+            f"{name.replace('_accuracy', '')} {value * 100:.0f}" for name, value in values.items() if name != "accuracy"
+        )
+        lines.append(
+            f"| D held-out accuracy, {stage.replace('_', ' ')} | | {values['accuracy'] * 100:.1f}% ({parts}) |"
+        )
     lines.append(
         f"| adversarial wall time | | {timing.get('adversarial_seconds', 0) / 60:.1f} min "
         f"({timing.get('adversarial_steps', 0)} steps) |"

@@ -136,6 +136,9 @@ class AdversarialConfig(_Serialisable):
     discriminator_dropout: float = 0.1
     pretrain_steps: int = 120
     pretrain_learning_rate: float = 3e-4
+    # Hard negatives (hard_negatives.py) in D pretraining and, as D's extra term, in fine-tuning;
+    # 0 turns them off.
+    hard_negative_weight: float = 1.0
     held_out_batches: int = 8
     # Adversarial fine-tuning
     loss: str = "hinge"
