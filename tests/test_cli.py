@@ -103,3 +103,17 @@ def test_evaluate_rejects_wrong_line_count(tmp_path):
     hypotheses.write_text("only one line\n")
     argv = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
     assert cli.main(argv) == 2
+
+
+def test_chain_runs_mle_then_the_adversarial_stage(tmp_path, capsys):
+    argv = [
+        "chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path),
+        "--epochs", "1", "--model-dim", "16", "--feedforward-dim", "32", "--num-encoder-layers", "1",
+        "--num-decoder-layers", "1", "--beam-width", "2",
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert cli.main(argv) == 0
+    assert (tmp_path / "mle" / "model.keras").is_file()
+    assert (tmp_path / "gan" / "generator.keras").is_file()
+    assert "MLE+GAN" in capsys.readouterr().out

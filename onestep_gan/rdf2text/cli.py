@@ -2,6 +2,7 @@
 
     onestep-gan train --run-dir runs/webnlg_mle [--quick] [--epochs N] [--data-dir DIR]
     onestep-gan adversarial --mle-run-dir runs/webnlg_mle --run-dir runs/webnlg_gan
+    onestep-gan chain --run-dir runs/webnlg      # both: runs/webnlg/mle, then runs/webnlg/gan
     onestep-gan generate --run-dir runs/webnlg_mle [--input FILE]   # else reads stdin
     onestep-gan evaluate --hypotheses runs/webnlg_mle/test_hypotheses.txt --split test
 
@@ -96,6 +97,19 @@ def _adversarial(args):
     return 0
 
 
+def _chain(args):
+    from onestep_gan.rdf2text.adversarial import train_adversarial
+    from onestep_gan.rdf2text.mle import train_and_evaluate
+
+    run_dir = pathlib.Path(args.run_dir)
+    mle_config = config_from_arguments(MLEConfig, args, args.quick)
+    adversarial_config = AdversarialConfig.quick() if args.quick else AdversarialConfig()
+    train_and_evaluate(mle_config, args.data_dir, run_dir / "mle")
+    train_adversarial(adversarial_config, run_dir / "mle", run_dir / "gan", args.data_dir)
+    print((run_dir / "gan" / "comparison.md").read_text(encoding="utf-8"))
+    return 0
+
+
 def _generate(args):
     from onestep_gan.rdf2text.inference import generate_texts
     from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -159,6 +173,12 @@ def build_parser():
     )
     add_adversarial_arguments(adversarial)
     adversarial.set_defaults(handler=_adversarial)
+
+    chain = subparsers.add_parser(
+        "chain", help="the default chain: MLE into RUN_DIR/mle, then the adversarial stage into RUN_DIR/gan"
+    )
+    add_train_arguments(chain)
+    chain.set_defaults(handler=_chain, run_dir="runs/webnlg")
 
     generate = subparsers.add_parser("generate", help="texts for triple sets (one set per line)")
     generate.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
