@@ -3,6 +3,7 @@
     onestep-gan train --run-dir runs/webnlg_mle [--quick] [--epochs N] [--data-dir DIR]
     onestep-gan adversarial --mle-run-dir runs/webnlg_mle --run-dir runs/webnlg_gan
     onestep-gan chain --run-dir runs/webnlg      # both: runs/webnlg/mle, then runs/webnlg/gan
+    onestep-gan decode --run-dir runs/webnlg_mle --beam-width 16   # dev/test again, other decoding
     onestep-gan generate --run-dir runs/webnlg_mle [--input FILE]   # else reads stdin
     onestep-gan evaluate --hypotheses runs/webnlg_mle/test_hypotheses.txt --split test
 
@@ -110,6 +111,21 @@ def _chain(args):
     return 0
 
 
+def _decode(args):
+    from onestep_gan.rdf2text.evaluation import format_markdown_table
+    from onestep_gan.rdf2text.mle import decode_run
+
+    decoding = {
+        name: getattr(args, name)
+        for name in ("decode_method", "beam_width", "length_penalty", "rerank")
+        if getattr(args, name) is not None
+    }
+    results = decode_run(args.run_dir, args.data_dir, **decoding)
+    for name in ("dev", "test"):
+        print(f"{name}:\n{format_markdown_table(results[name])}")
+    return 0
+
+
 def _generate(args):
     from onestep_gan.rdf2text.inference import generate_texts
     from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -179,6 +195,15 @@ def build_parser():
     )
     add_train_arguments(chain)
     chain.set_defaults(handler=_chain, run_dir="runs/webnlg")
+
+    decode = subparsers.add_parser("decode", help="decode and score dev/test again with a finished MLE run")
+    decode.add_argument("--run-dir", required=True, help="a finished MLE run")
+    decode.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
+    decode.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
+    decode.add_argument("--beam-width", type=int, help="default: the run's")
+    decode.add_argument("--length-penalty", type=float, help="default: the run's")
+    decode.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="default: the run's")
+    decode.set_defaults(handler=_decode)
 
     generate = subparsers.add_parser("generate", help="texts for triple sets (one set per line)")
     generate.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")

@@ -21,6 +21,7 @@ References:
 - Loshchilov & Hutter, 2017. SGDR (cosine decay).
 """
 
+import dataclasses
 import importlib.util
 import json
 import logging
@@ -340,3 +341,28 @@ def _write_summary(run_dir, config, results, timing):
         "",
     ]
     (run_dir / runs.SUMMARY_FILE).write_text("\n".join(lines), encoding="utf-8")
+
+
+def decode_run(run_dir, data_dir=None, **decoding):
+    """Decodes and scores dev and test again with a finished MLE run's model, for example with
+    other decoding settings (`beam_width=16`, `rerank=False`, ...; they are saved in the run's
+    `config.json`). Training is deterministic, so a run trained with other decoding settings
+    and re-decoded here gives what a run with the new settings would give.
+
+    Returns `{"dev": scores, "test": scores}`.
+    """
+    run_dir = pathlib.Path(run_dir)
+    model, preprocessor, config = runs.load_run(run_dir)
+    config = dataclasses.replace(config, **decoding)
+    aligner = runs.load_aligner(run_dir)
+    if aligner is None:
+        aligner = SlotAligner.from_entries(runs.load_split("train", data_dir, config.max_train_entries, config.seed))
+        aligner.save(run_dir / runs.ALIGNER_FILE)
+    decode = decoder_for(model, preprocessor, config, aligner)
+    results = {}
+    for name in ("dev", "test"):
+        entries = runs.load_split(name, data_dir, config.max_eval_entries, config.seed)
+        hypotheses = decode(preprocessor.encode_entries(entries, for_training=False))
+        results[name] = evaluation.write_report(run_dir, hypotheses, entries, name=name, aligner=aligner)
+    config.save(run_dir / runs.CONFIG_FILE)
+    return results
