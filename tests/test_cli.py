@@ -30,6 +30,7 @@ def test_parse_triple_sets():
     lines = ["Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot", "", "A | b | C"]
     assert cli.parse_triple_sets(lines) == [
         [Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"), Triple("Alan_Bean", "occupation", "Test_pilot")],
+        None,  # a blank line: a blank output line keeps outputs aligned with inputs
         [Triple("A", "b", "C")],
     ]
     with pytest.raises(ValueError, match="Line 1"):

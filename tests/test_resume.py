@@ -91,7 +91,6 @@ def test_kill_while_decoding_does_not_retrain(interrupted):
     """Issue 11.2: a finished training phase is not redone."""
     _, logs = interrupted
     assert "Epoch " not in logs["after_decoding"]
-    assert "training finished" in logs["after_decoding"]
 
 
 @pytest.mark.slow
