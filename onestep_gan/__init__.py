@@ -6,20 +6,24 @@ The engine does not import its application: `import onestep_gan.rdf2text` for th
 RDF-to-text models (it registers them for `keras.saving.load_model`).
 """
 
-from onestep_gan import losses
-from onestep_gan.alternating_gan import AlternatingGAN
-from onestep_gan.distribute import ReplicaSeedGenerator
-from onestep_gan.gan_model import GANModel
-from onestep_gan.one_step_gan import OneStepGAN
-from onestep_gan.optimizers import GANOptimizer
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AlternatingGAN",
-    "GANModel",
-    "GANOptimizer",
-    "OneStepGAN",
-    "ReplicaSeedGenerator",
-    "losses",
-]
+_EXPORTS = {
+    "AlternatingGAN": "onestep_gan.alternating_gan",
+    "GANModel": "onestep_gan.gan_model",
+    "GANOptimizer": "onestep_gan.optimizers",
+    "OneStepGAN": "onestep_gan.one_step_gan",
+    "ReplicaSeedGenerator": "onestep_gan.distribute",
+}
+__all__ = sorted([*_EXPORTS, "losses"])
+
+
+def __getattr__(name):
+    # Lazy: `python -m onestep_gan --help` should not import Keras and TensorFlow.
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name == "losses":
+        return importlib.import_module("onestep_gan.losses")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

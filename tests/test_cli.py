@@ -30,6 +30,7 @@ def test_parse_triple_sets():
     lines = ["Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot", "", "A | b | C"]
     assert cli.parse_triple_sets(lines) == [
         [Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"), Triple("Alan_Bean", "occupation", "Test_pilot")],
+        None,  # a blank line: a blank output line keeps outputs aligned with inputs
         [Triple("A", "b", "C")],
     ]
     with pytest.raises(ValueError, match="Line 1"):
@@ -66,7 +67,7 @@ def test_adversarial_command_writes_a_run_that_generate_reads(trained_run, tmp_p
     assert "MLE+GAN" in capsys.readouterr().out
     for name in ("generator.keras", "config.json", "vocabulary.json", "adversarial_test_hypotheses.txt"):
         assert (tmp_path / "gan" / name).is_file(), name
-    monkeypatch.setattr("sys.stdin", io.StringIO("Alan_Bean | birthPlace | Wheeler,_Texas\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("Alan_Bean | birthPlace | Wheeler,_Texas\n".encode())))
     assert cli.main(["generate", "--run-dir", str(tmp_path / "gan")]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1
 
@@ -77,13 +78,13 @@ def test_adversarial_command_needs_an_mle_run(tmp_path):
 
 def test_generate_reads_stdin_and_prints_one_text_per_line(trained_run, monkeypatch, capsys):
     stdin = "Alan_Bean | birthPlace | Wheeler,_Texas\nAarhus_Airport | cityServed | Aarhus ; Aarhus | leader | Jacob_Bundsgaard\n"
-    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
     assert cli.main(["generate", "--run-dir", str(trained_run)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
 
 
 def test_generate_reports_a_missing_run(tmp_path, monkeypatch):
-    monkeypatch.setattr("sys.stdin", io.StringIO("A | b | C\n"))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("A | b | C\n".encode())))
     assert cli.main(["generate", "--run-dir", str(tmp_path)]) == 2
 
 

@@ -8,11 +8,63 @@ Data flows one way through the modules:
 
 Importing the package registers the serialisable models (`TransformerGenerator`,
 `TextSampler`, `TextDiscriminator`), so `keras.saving.load_model` finds them; the engine
-package `onestep_gan` does not import it.
+package `onestep_gan` does not import it. The models themselves load lazily: if Keras is not
+imported yet, they are registered right after Keras is, so `onestep-gan --help` and the
+TensorFlow-free modules (webnlg, config) never import TensorFlow.
 """
 
-from onestep_gan.rdf2text.discriminator import TextDiscriminator
-from onestep_gan.rdf2text.sampling import TextSampler
-from onestep_gan.rdf2text.transformer import TransformerGenerator
+import importlib
+import importlib.abc
+import importlib.util
+import sys
 
-__all__ = ["TextDiscriminator", "TextSampler", "TransformerGenerator"]
+_MODELS = {
+    "TextDiscriminator": "onestep_gan.rdf2text.discriminator",
+    "TextSampler": "onestep_gan.rdf2text.sampling",
+    "TransformerGenerator": "onestep_gan.rdf2text.transformer",
+}
+__all__ = sorted(_MODELS)
+
+
+def register_models():
+    """Imports (and so registers with Keras) the serialisable text models."""
+    for module in _MODELS.values():
+        importlib.import_module(module)
+
+
+def __getattr__(name):
+    # The models import Keras (and TensorFlow); they load on first use, so that the CLI's
+    # `--help` and the TensorFlow-free modules (webnlg, config) start fast.
+    if name in _MODELS:
+        return getattr(importlib.import_module(_MODELS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _RegisterAfterKeras(importlib.abc.MetaPathFinder):
+    """Registers the models as soon as `keras` has been imported (a one-shot import hook)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "keras":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                register_models()
+
+        spec.loader = Loader()
+        return spec
+
+
+if "keras" in sys.modules:
+    register_models()
+elif not any(isinstance(finder, _RegisterAfterKeras) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _RegisterAfterKeras())

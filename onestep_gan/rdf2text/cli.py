@@ -55,17 +55,23 @@ def add_adversarial_arguments(parser):
 
 
 def parse_triple_sets(lines):
-    """Lines of `s | p | o ; s | p | o` -> list of lists of `webnlg.Triple` (blank lines skipped)."""
+    """Lines of `s | p | o ; s | p | o` -> one list of `webnlg.Triple` per line.
+
+    The separators are exactly ` ; ` and ` | ` (spaces included), so an entity may contain `;`
+    or `|`. A blank line gives None (its output is a blank line, which keeps outputs aligned
+    with the input lines).
+    """
     from onestep_gan.rdf2text.webnlg import Triple
 
     triple_sets = []
     for line_number, line in enumerate(lines, start=1):
         line = line.strip()
         if not line:
+            triple_sets.append(None)
             continue
         triples = []
-        for text in line.split(TRIPLE_SET_SEPARATOR.strip()):
-            parts = [part.strip() for part in text.split(TRIPLE_PART_SEPARATOR.strip())]
+        for text in line.split(TRIPLE_SET_SEPARATOR):
+            parts = [part.strip() for part in text.split(TRIPLE_PART_SEPARATOR)]
             if len(parts) != 3 or not all(parts):
                 raise ValueError(
                     f"Line {line_number}: expected triples 'subject | predicate | object' separated "
@@ -74,6 +80,38 @@ def parse_triple_sets(lines):
             triples.append(Triple(*parts))
         triple_sets.append(triples)
     return triple_sets
+
+
+def _read_text_lines(path, what):
+    """The lines of a UTF-8 text file (split at line breaks only: a form feed is not one)."""
+    path = pathlib.Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"{what} {path} not found.") from None
+    except IsADirectoryError:
+        raise ValueError(f"{what} {path} is a folder: expected a text file.") from None
+    return _decode_lines(data, str(path))
+
+
+def _decode_lines(data, name):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ValueError(f"{name}, line {line}: expected UTF-8 text. Received: bytes {data[error.start:error.end]!r}") from None
+    lines = text.replace("\r\n", "\n").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer. Received: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer. Received: {value}")
+    return value
 
 
 def _train(args):
@@ -129,46 +167,57 @@ def _decode(args):
 def _generate(args):
     from onestep_gan.rdf2text.inference import generate_texts
     from onestep_gan.rdf2text.reranking import SlotErrorReranker
-    from onestep_gan.rdf2text.runs import load_aligner, load_run
+    from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_run
 
+    check_run_dir(args.run_dir)  # before reading stdin: a wrong folder fails at once
     if args.input:
-        lines = pathlib.Path(args.input).read_text(encoding="utf-8").splitlines()
+        lines = _read_text_lines(args.input, "Input file")
     else:
-        lines = sys.stdin.read().splitlines()
+        lines = _decode_lines(sys.stdin.buffer.read(), "stdin")
     triple_sets = parse_triple_sets(lines)
-    if not triple_sets:
-        return 0
     model, preprocessor, config = load_run(args.run_dir)
     method = args.decode_method or config.decode_method
     aligner = load_aligner(args.run_dir) if config.rerank and method == "beam" else None
-    texts = generate_texts(
-        model,
-        preprocessor,
-        triple_sets,
-        method=method,
-        beam_width=args.beam_width or config.beam_width,
-        length_penalty=config.length_penalty,
-        batch_size=config.decode_batch_size,
-        reranker=SlotErrorReranker(aligner) if aligner is not None else None,
+    wanted = [triples for triples in triple_sets if triples is not None]
+    texts = iter(
+        generate_texts(
+            model,
+            preprocessor,
+            wanted,
+            method=method,
+            beam_width=args.beam_width or config.beam_width,
+            length_penalty=config.length_penalty,
+            batch_size=config.decode_batch_size,
+            reranker=SlotErrorReranker(aligner) if aligner is not None else None,
+        )
+        if wanted else ()
     )
-    for text in texts:
-        print(text)
+    for triples in triple_sets:
+        print("" if triples is None else next(texts))
     return 0
 
 
 def _evaluate(args):
-    from onestep_gan.rdf2text import evaluation, webnlg
+    from onestep_gan.rdf2text import evaluation, runs, webnlg
     from onestep_gan.rdf2text.faithfulness import SlotAligner
 
     hypotheses_path = pathlib.Path(args.hypotheses)
-    hypotheses = hypotheses_path.read_text(encoding="utf-8").splitlines()
-    entries = webnlg.load_webnlg(args.split, args.data_dir)
+    hypotheses = _read_text_lines(hypotheses_path, "Hypotheses file")
+    output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(f"--output-dir {output_dir} is a file: expected a folder (created if missing).")
+    limit, seed = None, 0
+    if args.run_dir:  # a sampled run (--quick, --max-eval-entries) is scored on its own sample
+        config = runs.load_config(pathlib.Path(args.run_dir) / runs.CONFIG_FILE)
+        limit, seed = config.max_eval_entries, config.seed
+    entries = runs.sample_entries(webnlg.load_webnlg(args.split, args.data_dir), limit, seed)
     if len(hypotheses) != len(entries):
         raise ValueError(
-            f"Expected one hypothesis per {args.split} entry ({len(entries)}). "
-            f"Received: {len(hypotheses)} lines in {hypotheses_path}"
+            f"Expected one hypothesis per {args.split} entry ({len(entries)}"
+            + (f", the sample of run {args.run_dir}" if args.run_dir else "")
+            + f"). Received: {len(hypotheses)} lines in {hypotheses_path}"
+            + ("" if args.run_dir else " (for a sampled run, pass its --run-dir)")
         )
-    output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
     name = args.name or f"{args.split}_evaluated"
     aligner = SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir))
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
@@ -209,7 +258,7 @@ def build_parser():
     generate.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
     generate.add_argument("--input", help="file of triple sets (default: stdin)")
     generate.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
-    generate.add_argument("--beam-width", type=int, help="default: the run's")
+    generate.add_argument("--beam-width", type=_positive_int, help="default: the run's")
     generate.set_defaults(handler=_generate)
 
     evaluate = subparsers.add_parser("evaluate", help="score a hypotheses file against WebNLG references")
@@ -218,15 +267,43 @@ def build_parser():
     evaluate.add_argument("--data-dir", default=None, help="WebNLG folder (default: $WEBNLG_DIR)")
     evaluate.add_argument("--output-dir", help="where the scores go (default: beside the hypotheses)")
     evaluate.add_argument("--name", help="file name prefix (default: {split}_evaluated)")
+    evaluate.add_argument(
+        "--run-dir", help="the run that wrote the hypotheses: score the entries it sampled (--quick, --max-eval-entries)"
+    )
     evaluate.set_defaults(handler=_evaluate)
     return parser
+
+
+def _import_tensorflow_quietly():
+    """Imports TensorFlow with its C++ start-up lines (absl, oneDNN, CUDA) kept off stderr.
+
+    Those lines are written before TensorFlow reads `TF_CPP_MIN_LOG_LEVEL`, so the only way to
+    keep them off the terminal is to point file descriptor 2 elsewhere during the import.
+    """
+    if "tensorflow" in sys.modules:
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _user_error(message):
+    """One line on stderr, exit status 2 (as argparse does for a bad flag)."""
+    print(f"onestep-gan: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return 2
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    _import_tensorflow_quietly()
     try:
         return args.handler(args)
-    except ValueError as error:
-        logging.getLogger("onestep_gan").error("%s", error)
-        return 2
+    except ValueError as error:  # every user error is raised as a ValueError naming what is wrong
+        return _user_error(error)

@@ -38,6 +38,8 @@ def make_training_dataset(
     pad_id,
     bos_id,
     eos_id,
+    epochs=None,
+    initial_epoch=0,
 ):
     """`tf.data.Dataset` of `({"source": (b, s), "target": (b, t)}, labels (b, t))` int32.
 
@@ -46,6 +48,12 @@ def make_training_dataset(
     (`bucket_by_sequence_length`, upper edges `bucket_boundaries`), so a batch may hold fewer
     than `batch_size` examples; every example appears exactly once per pass. The shuffle is
     seeded and differs between epochs.
+
+    With `epochs`, the dataset holds epochs `initial_epoch .. epochs - 1` back to back (fit it
+    with `steps_per_epoch`), and epoch `e` is shuffled with a seed derived from `(seed, e)`: its
+    batches depend on the epoch number only, so a run resumed at epoch `e` sees the batches the
+    uninterrupted run saw. (Without `epochs`, the order of pass `k` depends on how many passes
+    this dataset object made before.)
     """
     if not examples:
         raise ValueError("Expected at least one training example. Received: 0 examples.")
@@ -62,24 +70,44 @@ def make_training_dataset(
     texts = tf.ragged.constant(
         [list(example.target_ids) for example in examples], dtype=tf.int32, ragged_rank=1
     )
-    dataset = tf.data.Dataset.from_tensor_slices((sources, texts))
-    if shuffle:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    examples_dataset = tf.data.Dataset.from_tensor_slices((sources, texts))
 
     def to_model_inputs(source, text):
         decoder_input = tf.concat([[bos_id], text], axis=0)
         labels = tf.concat([text, [eos_id]], axis=0)
         return {"source": source, "target": decoder_input}, labels
 
-    dataset = dataset.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    dataset = dataset.bucket_by_sequence_length(
-        element_length_func=lambda inputs, labels: tf.maximum(
-            tf.shape(inputs["source"])[0], tf.shape(labels)[0]
-        ),
-        bucket_boundaries=boundaries,
-        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
-        padding_values=({"source": pad_id, "target": pad_id}, pad_id),
-    )
+    def batches(dataset):
+        dataset = dataset.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return dataset.bucket_by_sequence_length(
+            element_length_func=lambda inputs, labels: tf.maximum(
+                tf.shape(inputs["source"])[0], tf.shape(labels)[0]
+            ),
+            bucket_boundaries=boundaries,
+            bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+            padding_values=({"source": pad_id, "target": pad_id}, pad_id),
+        )
+
+    if epochs is None:
+        dataset = examples_dataset
+        if shuffle:
+            dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+        return batches(dataset).prefetch(tf.data.AUTOTUNE)
+
+    def one_epoch(epoch):
+        dataset = examples_dataset
+        if shuffle:
+            # A stateless permutation seeded by (seed, epoch): independent of any global state.
+            order = tf.random.experimental.stateless_shuffle(
+                tf.range(len(examples), dtype=tf.int64),
+                seed=tf.stack([tf.constant(int(seed), tf.int64), epoch]),
+            )
+            dataset = tf.data.Dataset.from_tensor_slices(order).map(
+                lambda index: (sources[index], texts[index]), deterministic=True
+            )
+        return batches(dataset)
+
+    dataset = tf.data.Dataset.range(int(initial_epoch), int(epochs)).flat_map(one_epoch)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 

@@ -32,7 +32,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from onestep_gan.rdf2text import datasets, evaluation, inference, runs
+from onestep_gan.rdf2text import checkpoints, datasets, evaluation, inference, runs
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -219,18 +219,16 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     """
     start_time = time.perf_counter()
     run_dir = pathlib.Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
     keras.utils.set_random_seed(config.seed)
-    config.save(run_dir / runs.CONFIG_FILE)
 
-    # 1. Data: vocabulary from train only; one training example per reference text.
+    # 1. Data: vocabulary from train only; one training example per reference text. Read
+    #    before anything is written, so that bad data leaves no half-made run folder.
     train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed)
     dev_entries = runs.load_split("dev", data_dir, config.max_eval_entries, config.seed)
     test_entries = runs.load_split("test", data_dir, config.max_eval_entries, config.seed)
     preprocessor = TextPreprocessor.build(
         train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count
     )
-    preprocessor.vocabulary.save(run_dir / runs.VOCABULARY_FILE)
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)
     dev_loss_examples = preprocessor.encode_entries(dev_entries, for_training=True)
     dev_examples = preprocessor.encode_entries(dev_entries, for_training=False)
@@ -239,29 +237,37 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
         "Vocabulary: %d tokens; %d train and %d dev (loss) examples",
         preprocessor.vocabulary_size, len(train_examples), len(dev_loss_examples),
     )
-    train_dataset = datasets.make_training_dataset(
-        train_examples, config.batch_size, shuffle=True, seed=config.seed,
-        bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
-    )
+    _, steps_per_epoch = datasets.with_known_length(datasets.make_training_dataset(
+        train_examples, config.batch_size, shuffle=False, bucket_boundaries=config.bucket_boundaries,
+        **preprocessor.special_ids,
+    ))
     dev_dataset = datasets.make_training_dataset(
         dev_loss_examples, config.batch_size, shuffle=False, bucket_boundaries=config.bucket_boundaries,
         **preprocessor.special_ids,
     )
-    train_dataset, steps_per_epoch = datasets.with_known_length(train_dataset)
     dev_dataset, _ = datasets.with_known_length(dev_dataset)
     data_seconds = time.perf_counter() - start_time
 
-    # 2. MLE training with plain compile + fit.
+    # 2. MLE training with plain compile + fit, resumed from the backup of an interrupted run.
     model = build_model(config, preprocessor)
     model.build()
     compile_model(model, config, total_steps=steps_per_epoch * config.epochs)
     logger.info("Model: %s parameters, %d steps per epoch", f"{model.count_params():,}", steps_per_epoch)
+    checkpoint = checkpoints.AtomicModelCheckpoint(
+        str(run_dir / runs.MODEL_FILE), monitor="val_loss", save_best_only=True, verbose=1
+    )
+    early_stopping = keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.early_stopping_patience)
+    backup = checkpoints.TrainingBackup(
+        run_dir / runs.BACKUP_DIR, [checkpoint, early_stopping], metadata=_resume_metadata(config)
+    )
+    initial_epoch = backup.restore(model)  # 0 for a new run; raises on a damaged backup
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoints.remove_partial_files(run_dir)
+    checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, config.save)
+    checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
     callbacks = [
-        keras.callbacks.BackupAndRestore(backup_dir=str(run_dir / runs.BACKUP_DIR)),
-        keras.callbacks.ModelCheckpoint(
-            str(run_dir / runs.MODEL_FILE), monitor="val_loss", save_best_only=True, verbose=1
-        ),
-        keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.early_stopping_patience),
+        checkpoint,
+        early_stopping,
         SampleGenerationLogger(
             dev_examples[: config.num_logged_samples], dev_entries[: config.num_logged_samples], preprocessor
         ),
@@ -272,17 +278,39 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
         )
     else:
         logger.warning("TensorBoard is not installed (pip install tensorboard): no TensorBoard logs.")
+    callbacks.append(backup)  # last: saves after the others updated their state
     train_start = time.perf_counter()
-    history = model.fit(
-        train_dataset,
-        validation_data=dev_dataset,
-        epochs=config.epochs,
-        callbacks=callbacks,
-        shuffle=False,  # the dataset shuffles itself (seeded)
-        verbose=config.verbose,
-    )
+    if not backup.finished:  # a finished training phase (killed while decoding) is not redone
+        if config.epoch_seeded_shuffle:
+            # Epoch e is shuffled by (seed, e): a run resumed at epoch e sees the same batches.
+            train_dataset = datasets.make_training_dataset(
+                train_examples, config.batch_size, shuffle=True, seed=config.seed,
+                bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
+                epochs=config.epochs, initial_epoch=initial_epoch,
+            )
+            epoch_steps = steps_per_epoch
+        else:
+            # One seeded shuffle stream over the epochs (how the README's runs were trained): a
+            # resumed run restores weights, optimizer and callback state, but its later epochs
+            # see another order than the uninterrupted run's.
+            train_dataset, _ = datasets.with_known_length(datasets.make_training_dataset(
+                train_examples, config.batch_size, shuffle=True, seed=config.seed,
+                bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
+            ))
+            epoch_steps = None
+        model.fit(
+            train_dataset,
+            validation_data=dev_dataset,
+            epochs=config.epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=epoch_steps,
+            callbacks=callbacks,
+            shuffle=False,  # the dataset shuffles itself (seeded)
+            verbose=config.verbose,
+        )
     train_seconds = time.perf_counter() - train_start
-    epochs_trained = len(history.history.get("loss", []))
+    epochs_trained = len(backup.epoch_logs)  # resumed epochs included
+    val_losses = [logs["val_loss"] for logs in backup.epoch_logs if "val_loss" in logs]
 
     # 3. Decode dev and test with the best checkpoint; score.
     best_model = runs.load_model_file(run_dir / runs.MODEL_FILE)
@@ -309,12 +337,18 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
         "decode_seconds": decode_seconds,
         "decode_sentences_per_second": decoded / max(sum(decode_seconds.values()), 1e-9),
         "total_seconds": time.perf_counter() - start_time,
-        "best_val_loss": float(np.min(history.history["val_loss"])) if history.history.get("val_loss") else None,
+        "best_val_loss": float(np.min(val_losses)) if val_losses else None,
     }
     (run_dir / runs.TIMING_FILE).write_text(json.dumps(timing, indent=2) + "\n", encoding="utf-8")
     _write_summary(run_dir, config, results, timing)
+    backup.delete()  # the run is complete: a rerun starts afresh
     logger.info("Done in %.1f min; outputs in %s", timing["total_seconds"] / 60, run_dir)
     return {**results, "timing": timing, "run_dir": str(run_dir)}
+
+
+def _resume_metadata(config):
+    """What a backup must match to be resumed: every setting but the verbosity."""
+    return {key: value for key, value in config.to_dict().items() if key != "verbose"}
 
 
 def _write_summary(run_dir, config, results, timing):

@@ -21,8 +21,7 @@ test entries of its MLE run.
 import logging
 import pathlib
 import random
-
-import keras
+import zipfile
 
 from onestep_gan.rdf2text import webnlg
 from onestep_gan.rdf2text.config import MLEConfig
@@ -64,15 +63,34 @@ def preprocessor_for(config, vocabulary):
     return TextPreprocessor(vocabulary, config.max_source_length, config.max_target_length)
 
 
+def load_config(path):
+    """The `MLEConfig` of `path` (a run's config.json); errors name the file and the field."""
+    return MLEConfig.load(path)
+
+
 def load_model_file(path):
     """A saved text model (`TransformerGenerator` or `TextDiscriminator`), without its optimizer.
 
     Importing `onestep_gan.rdf2text` registers the text models with Keras; this function is
-    what to call (or import that package before `keras.saving.load_model`).
+    what to call (or import that package before `keras.saving.load_model`). A missing file and
+    a damaged one (empty, truncated: not a zip archive) raise `ValueError` naming the file.
     """
+    import keras
+
+    import onestep_gan.rdf2text  # noqa: F401  (registers the text models)
+
     path = pathlib.Path(path)
+    if not path.is_file():
+        raise ValueError(f"Model file {path} not found.")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"Model file {path} is damaged (empty or truncated: not a .keras archive); "
+            "rerun the job that writes it (a rerun of an interrupted run resumes it)."
+        )
     try:
         return keras.saving.load_model(path, compile=False)
+    except zipfile.BadZipFile as error:
+        raise ValueError(f"Model file {path} is damaged ({error}); rerun the job that writes it.") from None
     except ValueError as error:
         if "discriminator" in path.name and "could not be loaded" in str(error).lower():
             raise ValueError(
@@ -83,12 +101,11 @@ def load_model_file(path):
         raise
 
 
-def load_run(run_dir):
-    """`(generator, preprocessor, config)` of a finished MLE or adversarial run folder.
-
-    The generator is `model.keras` (an MLE run) or else `generator.keras` (an adversarial run).
-    """
+def check_run_dir(run_dir):
+    """Returns the generator file name of a run folder; raises `ValueError` if files are missing."""
     run_dir = pathlib.Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"Run directory {run_dir} not found: expected a finished MLE or adversarial run.")
     model_file = MODEL_FILE if (run_dir / MODEL_FILE).is_file() else GENERATOR_FILE
     missing = [name for name in (CONFIG_FILE, VOCABULARY_FILE, model_file) if not (run_dir / name).is_file()]
     if missing:
@@ -96,9 +113,26 @@ def load_run(run_dir):
             f"Run directory {run_dir} lacks {missing}: expected the outputs of the MLE job "
             f"({MODEL_FILE}) or of the adversarial stage ({GENERATOR_FILE})."
         )
-    config = MLEConfig.load(run_dir / CONFIG_FILE)
+    return model_file
+
+
+def load_run(run_dir):
+    """`(generator, preprocessor, config)` of a finished MLE or adversarial run folder.
+
+    The generator is `model.keras` (an MLE run) or else `generator.keras` (an adversarial run).
+    Its vocabulary size must be that of `vocabulary.json`.
+    """
+    run_dir = pathlib.Path(run_dir)
+    model_file = check_run_dir(run_dir)
+    config = load_config(run_dir / CONFIG_FILE)
     preprocessor = preprocessor_for(config, Vocabulary.load(run_dir / VOCABULARY_FILE))
     model = load_model_file(run_dir / model_file)
+    if model.vocabulary_size != preprocessor.vocabulary_size:
+        raise ValueError(
+            f"{run_dir / VOCABULARY_FILE} holds {preprocessor.vocabulary_size} tokens; "
+            f"{run_dir / model_file} was trained with {model.vocabulary_size}: the two files come from "
+            "different runs."
+        )
     return model, preprocessor, config
 
 

@@ -249,8 +249,14 @@ def _parse_file(path, split_name, require_text):
         raise ValueError(
             f"Malformed WebNLG XML in {path} at line {line}, column {column}: {error}"
         ) from error
+    root = tree.getroot()
+    if root.tag != "benchmark":
+        raise ValueError(
+            f"{path}, line 1: expected a WebNLG file whose root element is <benchmark>. "
+            f"Received: <{root.tag}>"
+        )
     entries, skipped = [], 0
-    for element in tree.getroot().iter("entry"):
+    for element in root.iter("entry"):
         entry = _parse_entry(element, path, split_name)
         if require_text and not entry.texts:
             skipped += 1
@@ -288,6 +294,11 @@ def _parse_entry(element, path, split_name):
         raise ValueError(
             f"WebNLG entry {eid} in {path}: expected at least one <mtriple> in "
             "<modifiedtripleset>. Received: none."
+        )
+    if size != len(triples):
+        raise ValueError(
+            f"WebNLG entry {eid} in {path}: expected size=\"{len(triples)}\" (its number of "
+            f"<mtriple>s). Received: size=\"{size}\""
         )
     texts = tuple(text for text in (_lex_text(lex) for lex in element.findall("lex")) if text)
     return WebNLGEntry(entry_id, category, size, triples, texts, seen=None)

@@ -1,0 +1,256 @@
+"""Files that survive a kill, and exact resume of an interrupted `fit`.
+
+- `atomic_write` / `atomic_save_model`: write to a hidden `.NAME.partial*` file beside the
+  target, flush it to disk, then rename it over the target (`os.replace`, atomic on POSIX). A
+  kill at any moment leaves the previous complete file (or none), never a truncated one.
+- `AtomicModelCheckpoint`: Keras' `ModelCheckpoint`, writing through `atomic_save_model`.
+- `TrainingBackup`: an epoch-granular replacement for `keras.callbacks.BackupAndRestore` that
+  makes the resumed run *the same run*. At the end of every epoch it writes one file,
+  `backup/training_state.npz`, holding every model variable (the seed-generator states of
+  the Dropout layers included, which `save_weights` leaves out), every optimizer variable
+  (step counter, moments), the state of the callbacks that carry state across epochs
+  (`ModelCheckpoint.best`; `EarlyStopping.wait/best/best_epoch`), the logs of every epoch so far
+  and whether training finished. `restore(model)` puts all of it back before `fit`, and the
+  callback gives the callbacks their state back after their own `on_train_begin` reset it.
+
+Resume is per epoch: a kill mid-epoch loses that epoch's steps, and the rerun redoes the epoch
+from its start, drawing the same batches (the training data order is a function of the epoch
+number, see `datasets.make_training_dataset(epochs=...)`). Keras' `BackupAndRestore(save_freq=N)`
+restores mid-epoch weights but restarts the epoch's data from its first batch, so batches are
+seen twice: that is not the uninterrupted run, and it is not offered here.
+"""
+
+import io
+import json
+import logging
+import os
+import pathlib
+import zipfile
+
+import keras
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "training_state.npz"
+_STATE_VERSION = 1
+# Callback attributes that carry state from one epoch to the next (all plain numbers).
+_CALLBACK_STATE = {
+    keras.callbacks.ModelCheckpoint: ("best",),
+    keras.callbacks.EarlyStopping: ("wait", "best", "best_epoch", "stopped_epoch"),
+}
+
+
+def partial_path(path):
+    """The hidden file beside `path` that `atomic_write` writes first (same suffix)."""
+    path = pathlib.Path(path)
+    return path.with_name(f".{path.stem}.partial{path.suffix}")
+
+
+def _commit(partial, path):
+    """Flushes `partial` to disk and renames it over `path`."""
+    with open(partial, "rb+") as file:
+        os.fsync(file.fileno())
+    os.replace(partial, path)
+
+
+def atomic_write(path, data):
+    """Writes `data` (bytes or str, UTF-8) to `path` atomically."""
+    path = pathlib.Path(path)
+    partial = partial_path(path)
+    partial.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    _commit(partial, path)
+
+
+def atomic_save(path, save):
+    """Calls `save(partial_path)`, then renames the written file over `path`."""
+    path = pathlib.Path(path)
+    partial = partial_path(path)
+    save(partial)
+    _commit(partial, path)
+
+
+def atomic_save_model(model, path):
+    """`model.save(path)` atomically (`path` ends in `.keras`)."""
+    atomic_save(path, lambda partial: model.save(partial, overwrite=True))
+
+
+def remove_partial_files(folder):
+    """Deletes the leftovers of writes a kill interrupted (`.*.partial*` files)."""
+    folder = pathlib.Path(folder)
+    if folder.is_dir():
+        for path in folder.glob(".*.partial*"):
+            path.unlink(missing_ok=True)
+
+
+class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """`keras.callbacks.ModelCheckpoint` (full `.keras` model) that writes atomically."""
+
+    def _save_model(self, epoch, batch, logs):
+        filepath = self._get_file_path(epoch, batch, logs)
+        if self._should_save_model(epoch, batch, logs, filepath):
+            pathlib.Path(filepath).parent.mkdir(parents=True, exist_ok=True)
+            atomic_save_model(self.model, filepath)
+            if self.verbose > 0:
+                print(f"\nEpoch {epoch + 1}: finished saving model to {filepath}")  # as Keras prints it
+
+
+def _to_plain(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.floating, np.integer)) or np.ndim(value) == 0:
+        return float(value)
+    raise TypeError(f"Cannot back up a callback attribute of type {type(value).__name__}")
+
+
+class TrainingBackup(keras.callbacks.Callback):
+    """Epoch-granular exact backup of a training run (see the module docstring).
+
+    Put it **last** in the callback list, so that it saves after the other callbacks updated
+    their state at the end of an epoch, and restores their state after their `on_train_begin`.
+
+    Args:
+        backup_dir: folder of the backup file (created when first saving).
+        callbacks: the callbacks whose state is backed up (`ModelCheckpoint`, `EarlyStopping`).
+        metadata: a JSON-able dict saved with the state (the run's config); `restore` refuses a
+            backup whose metadata differs.
+
+    Use:
+        backup = TrainingBackup(run_dir / "backup", [checkpoint, early_stopping], metadata=config_dict)
+        initial_epoch = backup.restore(model)       # 0 without a backup; builds the optimizer
+        if not backup.finished:
+            model.fit(..., initial_epoch=initial_epoch, callbacks=[checkpoint, early_stopping, backup])
+        backup.epoch_logs                           # logs of every epoch, resumed ones included
+    """
+
+    def __init__(self, backup_dir, callbacks=(), metadata=None):
+        super().__init__()
+        self.backup_dir = pathlib.Path(backup_dir)
+        self.path = self.backup_dir / STATE_FILE
+        self.tracked_callbacks = list(callbacks)
+        self.metadata = metadata
+        self.epoch_logs = []
+        self.finished = False
+        self._callback_state = None
+        for callback in self.tracked_callbacks:
+            if getattr(callback, "restore_best_weights", False):
+                raise ValueError("TrainingBackup does not back up EarlyStopping(restore_best_weights=True).")
+
+    # Reading and writing the state file.
+
+    def exists(self):
+        return self.path.is_file()
+
+    def _read(self):
+        damaged = (
+            f"The training backup {self.path} is damaged or was written by another version "
+            f"({{}}). Delete {self.backup_dir} to restart training from epoch 1."
+        )
+        try:
+            with np.load(self.path, allow_pickle=False) as archive:
+                arrays = {name: archive[name] for name in archive.files}
+            state = json.loads(str(arrays.pop("__state__")))
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            raise ValueError(damaged.format(f"{type(error).__name__}: {error}")) from None
+        if state.get("version") != _STATE_VERSION:
+            raise ValueError(damaged.format(f"version {state.get('version')!r}, expected {_STATE_VERSION}"))
+        return state, arrays
+
+    def _variables(self, model):
+        return list(model.variables) + list(model.optimizer.variables)
+
+    def restore(self, model):
+        """Restores the backed-up state into `model` (compiled, built); returns the epoch to start at.
+
+        Returns 0 (and changes nothing) when there is no backup. Raises `ValueError` naming the
+        file when the backup is damaged or belongs to another configuration.
+        """
+        if not self.exists():
+            return 0
+        state, arrays = self._read()
+        if self.metadata is not None and state.get("metadata") != self.metadata:
+            changed = sorted(
+                key for key in set(self.metadata) | set(state.get("metadata") or {})
+                if self.metadata.get(key) != (state.get("metadata") or {}).get(key)
+            )
+            raise ValueError(
+                f"The training backup {self.path} belongs to a run with other settings (differing: "
+                f"{changed}). Rerun with the settings of {self.backup_dir.parent} or use a new run folder."
+            )
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        variables = self._variables(model)
+        if len(variables) != len(arrays):
+            raise ValueError(
+                f"The training backup {self.path} holds {len(arrays)} variables; the model has "
+                f"{len(variables)}. Delete {self.backup_dir} to restart training from epoch 1."
+            )
+        for index, variable in enumerate(variables):
+            value = arrays[f"v{index}"]
+            if tuple(value.shape) != tuple(variable.shape):
+                raise ValueError(
+                    f"The training backup {self.path}: variable {variable.path} has shape "
+                    f"{tuple(variable.shape)}, the backup {tuple(value.shape)}. Delete {self.backup_dir} "
+                    "to restart training from epoch 1."
+                )
+            variable.assign(value)
+        self.epoch_logs = state["epoch_logs"]
+        self.finished = state["finished"]
+        self._callback_state = state["callbacks"]
+        logger.info(
+            "Resuming from %s: %d epoch(s) done%s.", self.path, state["epoch"],
+            ", training finished" if self.finished else "",
+        )
+        return state["epoch"]
+
+    def _save(self):
+        arrays = {f"v{index}": np.asarray(variable) for index, variable in enumerate(self._variables(self.model))}
+        state = {
+            "version": _STATE_VERSION,
+            "epoch": len(self.epoch_logs),
+            "finished": self.finished,
+            "epoch_logs": self.epoch_logs,
+            "metadata": self.metadata,
+            "callbacks": [
+                {name: _to_plain(getattr(callback, name)) for name in self._state_names(callback)}
+                for callback in self.tracked_callbacks
+            ],
+        }
+        arrays["__state__"] = np.array(json.dumps(state))
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        self.backup_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.path, buffer.getvalue())
+
+    @staticmethod
+    def _state_names(callback):
+        for callback_class, names in _CALLBACK_STATE.items():
+            if isinstance(callback, callback_class):
+                return names
+        raise ValueError(f"TrainingBackup cannot back up the state of {type(callback).__name__}.")
+
+    # Callback hooks.
+
+    def on_train_begin(self, logs=None):
+        remove_partial_files(self.backup_dir)
+        if self._callback_state is not None:
+            for callback, values in zip(self.tracked_callbacks, self._callback_state):
+                for name, value in values.items():
+                    setattr(callback, name, value)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.epoch_logs.append({name: float(value) for name, value in (logs or {}).items()})
+        self._save()
+
+    def on_train_end(self, logs=None):
+        # Reached only when fit returns normally (all epochs, or early stopping).
+        self.finished = True
+        self._save()
+
+    def delete(self):
+        """Removes the backup (once the job that trained is complete)."""
+        if self.path.is_file():
+            self.path.unlink()
+        remove_partial_files(self.backup_dir)
+        if self.backup_dir.is_dir() and not any(self.backup_dir.iterdir()):
+            self.backup_dir.rmdir()

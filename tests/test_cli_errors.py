@@ -1,0 +1,188 @@
+"""Issue 11, items 7-11: bad input gives exit status 2 and one line naming what is wrong."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from onestep_gan.rdf2text import cli
+from onestep_gan.rdf2text.webnlg import Triple
+from tests.conftest import REPO_ROOT, fixture_2017_dir
+
+FIXTURE_2017 = fixture_2017_dir()
+
+
+def one_line_error(capsys, *fragments):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    for fragment in fragments:
+        assert fragment in err[0], (fragment, err[0])
+    return err[0]
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    argv = ["train", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(run_dir), "--epochs", "1",
+            "--model-dim", "16", "--feedforward-dim", "32", "--num-encoder-layers", "1",
+            "--num-decoder-layers", "1", "--decode-method", "greedy"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert cli.main(argv) == 0
+    return run_dir
+
+
+def copy_run(run_dir, tmp_path):
+    target = tmp_path / "run"
+    target.mkdir(parents=True)
+    for name in ("config.json", "vocabulary.json", "model.keras"):
+        (target / name).write_bytes((run_dir / name).read_bytes())
+    return target
+
+
+# Item 7: the reader.
+
+def test_root_other_than_benchmark_fails_naming_the_file_and_leaves_no_run(tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    for split in ("train", "dev", "test"):
+        (data / split).mkdir()
+    import shutil
+    shutil.copytree(FIXTURE_2017 / "dev" / "1triples", data / "dev" / "1triples")
+    shutil.copy(FIXTURE_2017 / "test" / "testdata_with_lex.xml", data / "test")
+    bad = data / "train" / "1triples" / "bad.xml"
+    bad.parent.mkdir()
+    bad.write_text("<?xml version='1.0'?>\n<entries><entry/></entries>\n")
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", "--data-dir", str(data), "--run-dir", str(run_dir)]) == 2
+    one_line_error(capsys, str(bad), "<benchmark>", "<entries>")
+    assert not run_dir.exists()
+
+
+def test_entry_size_must_match_its_triples(tmp_path):
+    from onestep_gan.rdf2text.webnlg import parse_webnlg_xml
+
+    path = tmp_path / "f.xml"
+    path.write_text("<benchmark><entries><entry category='A' eid='Id7' size='2'><modifiedtripleset>"
+                    "<mtriple>a | b | c</mtriple></modifiedtripleset><lex>T.</lex></entry></entries></benchmark>")
+    with pytest.raises(ValueError, match=r"Id7.*expected size=\"1\".*Received: size=\"2\""):
+        parse_webnlg_xml(path)
+
+
+# Item 8: generate.
+
+def test_triple_separators_are_exact_and_blank_lines_keep_alignment():
+    assert cli.parse_triple_sets(["A;B | p | C|D ; E | q | F", "", "G | r | H"]) == [
+        [Triple("A;B", "p", "C|D"), Triple("E", "q", "F")], None, [Triple("G", "r", "H")]]
+
+
+def test_generate_blank_line_gives_blank_output(trained_run, monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n\nD | e | F\n")))
+    assert cli.main(["generate", "--run-dir", str(trained_run)]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+
+
+def test_generate_user_errors(trained_run, tmp_path, monkeypatch, capsys):
+    missing = tmp_path / "nope.txt"
+    assert cli.main(["generate", "--run-dir", str(trained_run), "--input", str(missing)]) == 2
+    one_line_error(capsys, str(missing), "not found")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["generate", "--run-dir", str(trained_run), "--beam-width", "-3"])
+    assert exit_info.value.code == 2
+    assert "positive integer" in capsys.readouterr().err
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("A | b | Caf\xe9\n".encode("latin-1"))
+    assert cli.main(["generate", "--run-dir", str(trained_run), "--input", str(latin)]) == 2
+    one_line_error(capsys, str(latin), "UTF-8")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    assert cli.main(["generate", "--run-dir", str(tmp_path / "no_run")]) == 2
+    one_line_error(capsys, "no_run", "not found")
+
+
+# Item 9: damaged run files.
+
+def test_damaged_run_files_are_named(trained_run, tmp_path, monkeypatch, capsys):
+    run = copy_run(trained_run, tmp_path)
+    (run / "model.keras").write_bytes(b"")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(run)]) == 2
+    one_line_error(capsys, "model.keras", "damaged")
+
+    run = copy_run(trained_run, tmp_path / "v")
+    vocabulary = json.loads((run / "vocabulary.json").read_text())
+    vocabulary["tokens"].append("extra_token")
+    (run / "vocabulary.json").write_text(json.dumps(vocabulary))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(run)]) == 2
+    one_line_error(capsys, "vocabulary.json", "different runs")
+
+    (run / "config.json").write_text("{broken")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(run)]) == 2
+    one_line_error(capsys, "config.json", "JSON")
+
+    config = json.loads((trained_run / "config.json").read_text())
+    config["batch_size"] = "sixteen"
+    (run / "config.json").write_text(json.dumps(config))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(run)]) == 2
+    one_line_error(capsys, "config.json", "'batch_size'", "an integer", "'sixteen'")
+
+
+# Item 10: evaluate.
+
+def test_evaluate_user_errors_and_form_feed(tmp_path, capsys):
+    base = ["evaluate", "--split", "test", "--data-dir", str(FIXTURE_2017)]
+    assert cli.main(base + ["--hypotheses", str(tmp_path / "missing.txt")]) == 2
+    one_line_error(capsys, "missing.txt", "not found")
+    hypotheses = tmp_path / "hyp.txt"
+    hypotheses.write_text("Aarhus Airport\fserves Aarhus.\nAbdul Taib Mahmud was born in Miri.\n")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    assert cli.main(base + ["--hypotheses", str(hypotheses), "--output-dir", str(a_file)]) == 2
+    one_line_error(capsys, "a_file", "is a file")
+    assert cli.main(base + ["--hypotheses", str(hypotheses)]) == 0  # 2 lines, the form feed is no break
+
+
+def test_evaluate_scores_a_sampled_run(trained_run, tmp_path, capsys):
+    config = json.loads((trained_run / "config.json").read_text())
+    run = copy_run(trained_run, tmp_path)
+    config["max_eval_entries"] = 1
+    (run / "config.json").write_text(json.dumps(config))
+    hypotheses = tmp_path / "hyp.txt"
+    hypotheses.write_text("Aarhus Airport serves Aarhus.\n")
+    argv = ["evaluate", "--split", "test", "--data-dir", str(FIXTURE_2017), "--hypotheses", str(hypotheses)]
+    assert cli.main(argv) == 2
+    one_line_error(capsys, "--run-dir")
+    assert cli.main(argv + ["--run-dir", str(run)]) == 0
+
+
+# Item 11: no TensorFlow noise, --help without TensorFlow.
+
+def test_help_does_not_import_tensorflow_and_commands_print_no_start_up_noise(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    code = ("import sys, runpy; sys.argv = ['onestep-gan', 'generate', '--help']\n"
+            "try: runpy.run_module('onestep_gan', run_name='__main__')\n"
+            "except SystemExit: pass\n"
+            "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'imported'\n")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+    hypotheses = tmp_path / "hyp.txt"
+    hypotheses.write_text("x\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "onestep_gan", "evaluate", "--hypotheses", str(hypotheses), "--data-dir",
+         str(FIXTURE_2017)], env=env, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "absl" not in result.stderr and "I0000" not in result.stderr
+
+
+def test_config_bucket_default_is_the_datasets_one():
+    from onestep_gan.rdf2text import config, datasets
+
+    assert config.DEFAULT_BUCKET_BOUNDARIES == datasets.DEFAULT_BUCKET_BOUNDARIES

@@ -1,0 +1,117 @@
+"""Interrupted MLE runs: a rerun of the run folder finishes the same run (weights and scores).
+
+Each run is a child process (tests/resume_child.py) that kills itself with SIGKILL at a chosen
+point; the rerun must end with the weights and scores of an uninterrupted run.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from onestep_gan.rdf2text import cli
+from tests.conftest import fixture_2017_dir
+
+CHILD = pathlib.Path(__file__).with_name("resume_child.py")
+FIXTURE_2017 = fixture_2017_dir()
+
+
+def run_child(run_dir, kill=None):
+    argv = [sys.executable, str(CHILD), str(run_dir), str(FIXTURE_2017)] + ([kill] if kill else [])
+    env = {**os.environ, "PYTHONPATH": str(CHILD.parents[1])}
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    expected = -signal.SIGKILL if kill else 0
+    assert result.returncode == expected, (kill, result.returncode, result.stderr[-3000:])
+    return result.stdout + result.stderr
+
+
+def outcome(run_dir):
+    """What must not depend on interruptions: final weights, hypotheses, scores."""
+    model = keras.saving.load_model(run_dir / "model.keras", compile=False)
+    return {
+        "weights": model.get_weights(),
+        "hypotheses": [(run_dir / f"{name}_hypotheses.txt").read_text() for name in ("dev", "test")],
+        "scores": [json.loads((run_dir / f"{name}_scores.json").read_text()) for name in ("dev", "test")],
+        "epochs": json.loads((run_dir / "timing.json").read_text())["epochs_trained"],
+        "best_val_loss": json.loads((run_dir / "timing.json").read_text())["best_val_loss"],
+    }
+
+
+def assert_same_outcome(run_dir, reference):
+    import onestep_gan.rdf2text  # noqa: F401  (registers the models for load_model)
+
+    got, expected = outcome(run_dir), outcome(reference)
+    assert len(got["weights"]) == len(expected["weights"])
+    for a, b in zip(got["weights"], expected["weights"]):
+        np.testing.assert_array_equal(a, b)
+    for key in ("hypotheses", "scores", "epochs", "best_val_loss"):
+        assert got[key] == expected[key], key
+    assert not (run_dir / "backup").exists()
+    assert not list(run_dir.glob(".*partial*"))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("reference")
+    run_child(run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory):
+    """One run folder killed (kill -9) at four points, rerun after each: {stage: rerun log}."""
+    run_dir = tmp_path_factory.mktemp("interrupted")
+    logs = {}
+    run_child(run_dir, kill="batch:2:2")                          # mid-epoch 2 (epoch 1 backed up)
+    logs["after_mid_epoch"] = run_child(run_dir, kill="backup-save:1")  # epoch 2's backup half written
+    logs["after_backup_save"] = run_child(run_dir, kill="model-save:1")  # epoch 2's model.keras half written
+    logs["after_model_save"] = run_child(run_dir, kill="decode:2")       # training done; test decoding
+    logs["after_decoding"] = run_child(run_dir)                          # runs to the end
+    return run_dir, logs
+
+
+@pytest.mark.slow
+def test_rerun_after_kill_mid_epoch_keeps_the_callback_state(interrupted):
+    """Issue 11.1: the rerun continues the run: epoch 2 next, ModelCheckpoint's best and
+    EarlyStopping's state restored (no "improved from None")."""
+    _, logs = interrupted
+    for stage in ("after_mid_epoch", "after_backup_save"):
+        assert "Epoch 2/3" in logs[stage] and "Epoch 1/3" not in logs[stage], stage
+        assert "improved from None" not in logs[stage], stage
+
+
+@pytest.mark.slow
+def test_kill_while_decoding_does_not_retrain(interrupted):
+    """Issue 11.2: a finished training phase is not redone."""
+    _, logs = interrupted
+    assert "Epoch " not in logs["after_decoding"]
+
+
+@pytest.mark.slow
+def test_kill_test_rerun_equals_the_uninterrupted_run(interrupted, reference):
+    """The kill test (issue 11.1-3): after kill -9 mid-epoch, during a backup save, during a
+    model checkpoint save and while decoding, the final weights, hypotheses and scores equal
+    those of an uninterrupted run, and nothing half-written is left."""
+    run_dir, _ = interrupted
+    assert_same_outcome(run_dir, reference)
+
+
+def test_damaged_backup_is_reported_with_its_name(tmp_path, capsys):
+    """Issue 11.3: a damaged backup names the file and what to do, exit 2, one line."""
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    for name in ("training_state.npz", "latest.weights.h5", "training_metadata.json"):
+        (backup / name).write_bytes(b"PK\x03\x04 truncated")
+    argv = ["train", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path), "--model-dim", "16",
+            "--num-heads", "2", "--feedforward-dim", "32", "--epochs", "1", "--max-source-length", "32",
+            "--max-target-length", "24", "--batch-size", "4"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "training_state.npz" in err[0] and "damaged" in err[0] and "Delete" in err[0]
