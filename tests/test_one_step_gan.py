@@ -722,6 +722,21 @@ def test_wasserstein_gradient_penalty_value():
     assert float(d_loss) == pytest.approx(critic_loss + 2.0 * 16.0, rel=1e-5)
 
 
+def test_wasserstein_gradient_penalty_is_differentiated_through_the_input_gradient():
+    """The penalty's own gradient reaches D's weights (double backward on every backend): for a
+    linear critic, d/dw (||w|| - 1)^2 = 2 (||w|| - 1) w / ||w||."""
+    _, real = batch()
+    critic = keras.Sequential([keras.Input((SAMPLE_DIM,)), keras.layers.Dense(1)])
+    kernel = critic.layers[0].kernel
+    kernel.assign(np.array([[3.0], [4.0]], "float32"))
+    gan = onestep_gan.OneStepGAN(make_generator(LATENT_DIM), critic, loss="wasserstein", latent_dim=LATENT_DIM)
+    real = ops.convert_to_tensor(real)
+    fake = ops.stop_gradient(gan(real))
+    penalty, (kernel_grad,) = gradients(lambda: gan.gradient_penalty(None, real, fake), [kernel])
+    assert float(penalty) == pytest.approx(16.0, rel=1e-5)
+    np.testing.assert_allclose(kernel_grad, 2.0 * 4.0 * np.array([[3.0], [4.0]]) / 5.0, rtol=1e-5)
+
+
 @pytest.fixture
 def dtype_policy(request):
     keras.config.set_dtype_policy(request.param)
