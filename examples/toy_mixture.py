@@ -192,8 +192,13 @@ def build_onestep(config):
         make_adam(config, config.learning_rate),
         generator_learning_rate_ratio=config.generator_learning_rate_ratio,
     )
-    gan.compile(optimizer=optimizer, steps_per_execution=config.steps_per_execution)
+    gan.compile(optimizer=optimizer, steps_per_execution=steps_per_execution(config))
     return gan
+
+
+def steps_per_execution(config):
+    """Keras' PyTorch trainer runs one step per call."""
+    return 1 if keras.backend.backend() == "torch" else config.steps_per_execution
 
 
 def build_alternating(config):
@@ -210,7 +215,7 @@ def build_alternating(config):
         generator_optimizer=make_adam(
             config, config.learning_rate * config.generator_learning_rate_ratio
         ),
-        steps_per_execution=config.steps_per_execution,
+        steps_per_execution=steps_per_execution(config),
     )
     return gan
 

@@ -4,8 +4,10 @@ Each `fit` step makes a discriminator update on stop-gradient fakes, then a
 generator update from a fresh generator forward pass through the updated D,
 as in Goodfellow et al. 2014 and the keras-io GAN examples. It has the same
 data contract as `OneStepGAN`, so benchmarks and users can compare the two on
-the same models and batches. Its `train_step` uses `tf.GradientTape`, so it
-runs on the TensorFlow backend only.
+the same models and batches. Its `train_step` takes its two gradients with
+`onestep_gan.gradients` (a tape on TensorFlow, `torch.autograd.grad` on PyTorch,
+`jax.value_and_grad` on JAX, where the step is stateless), so it runs on every
+backend.
 """
 
 import keras
@@ -13,10 +15,12 @@ from keras import ops
 from keras import tree
 
 from onestep_gan import distribute
+from onestep_gan import gradients as gradients_lib
 from onestep_gan.gan_model import GANModel
 from onestep_gan.gan_model import check_number
 from onestep_gan.gan_model import float32_sum
 from onestep_gan.optimizers import GANOptimizer
+from onestep_gan.optimizers import no_generator_gradient_error
 
 
 @keras.saving.register_keras_serializable(package="onestep_gan")
@@ -44,11 +48,6 @@ class AlternatingGAN(GANModel):
         discriminator_steps = check_number(
             "discriminator_steps", discriminator_steps, minimum=1, integer=True
         )
-        if keras.backend.backend() != "tensorflow":
-            raise ValueError(
-                "AlternatingGAN's train_step uses tf.GradientTape and needs the TensorFlow "
-                f"backend. Received backend: {keras.backend.backend()}"
-            )
         super().__init__(generator, discriminator, **kwargs)
         self.discriminator_steps = discriminator_steps
 
@@ -67,6 +66,16 @@ class AlternatingGAN(GANModel):
         generator = self.generator
         optimizer.assign_generator_variables(lambda: generator.trainable_variables)
         super().compile(optimizer=optimizer, **kwargs)
+        if keras.backend.backend() == "jax" and isinstance(
+            self.optimizer, keras.optimizers.LossScaleOptimizer
+        ):
+            raise ValueError(
+                "AlternatingGAN cannot train under the mixed_float16 policy on JAX: its two "
+                "updates per step go through the LossScaleOptimizer's stateful apply, whose "
+                "conditional update Keras cannot trace under JAX (only its stateless_apply, "
+                "one update of all variables, is JAX-compatible). Use mixed_bfloat16 (no loss "
+                "scaling), OneStepGAN (one update per step), or the TensorFlow or PyTorch backend."
+            )
         self.build_optimizer_if_ready()
 
     @property
@@ -103,12 +112,41 @@ class AlternatingGAN(GANModel):
         self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
         return distribute.scale_loss_for_distribution(d_loss + g_loss)
 
-    def train_step(self, data):
+    def train_step(self, *args):
         """A D step (L_D + D's regularisation) on stopped fakes, then a G step (L_G + G's
         regularisation) through the updated D. Regularisation: each net's weight terms and
-        activity losses (D's on its real and fake passes, G's on its forward pass)."""
-        import tensorflow as tf
+        activity losses (D's on its real and fake passes, G's on its forward pass).
 
+        One implementation for every backend (`gradients.value_and_gradients`). Keras' JAX
+        trainer is stateless, `train_step(state, data) -> (logs, state)`: there the same
+        step runs in a `keras.StatelessScope` holding the state.
+        """
+        if keras.backend.backend() != "jax":
+            (data,) = args
+            return self._two_pass_step(data)
+        state, data = args
+        trainable, non_trainable, optimizer_values, metrics_values = state
+        groups = (
+            self.trainable_variables, self.non_trainable_variables,
+            self.optimizer.variables, self.metrics_variables,
+        )
+        mapping = [
+            (variable, value)
+            for variables, values in zip(groups, state)
+            for variable, value in zip(variables, values)
+        ]
+        with keras.StatelessScope(state_mapping=mapping, collect_losses=True) as scope:
+            logs = self._two_pass_step(data)
+        new_state = tuple(
+            [
+                value if (current := scope.get_current_value(variable)) is None else current
+                for variable, value in zip(variables, values)
+            ]
+            for variables, values in zip(groups, state)
+        )
+        return logs, new_state
+
+    def _two_pass_step(self, data):
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
         conditions, real = self.split_batch(x, y, sample_weight)
         self.warn_if_a_part_is_frozen()
@@ -118,34 +156,44 @@ class AlternatingGAN(GANModel):
         for _ in range(self.discriminator_steps):
             fake = tree.map_structure(ops.stop_gradient, self(x, training=True))
             self.check_sample_matches(real, fake)
-            with tf.GradientTape() as tape:
+
+            def discriminator_step_loss():
                 d_loss, real_scores, fake_scores, activity = self.discriminator_terms(
                     conditions, real, fake, training=True
                 )
                 regularization = activity + _weight_regularization(self.discriminator)
                 total = d_loss + float32_sum(regularization) if regularization else d_loss
                 scaled = optimizer.scale_loss(distribute.scale_loss_for_distribution(total))
-            gradients = tape.gradient(scaled, discriminator_variables)
+                return scaled, (d_loss, real_scores, fake_scores)
+
+            (_, (d_loss, real_scores, fake_scores)), gradients = gradients_lib.value_and_gradients(
+                discriminator_step_loss, discriminator_variables, has_aux=True
+            )
             if discriminator_variables:
                 optimizer.apply(gradients, discriminator_variables)
 
         if self.gan_loss.generator_uses_real:  # RSGAN's G step compares with the updated D.
             real_scores = self.score(conditions, real, training=True)
         generator_variables = self.generator.trainable_variables
-        with tf.GradientTape() as tape:
+        if generator_variables and keras.backend.backend() == "jax":
+            # JAX returns zeros, not None, for a gradient without a path.
+            if not gradients_lib.jax_depends_on(lambda: self(x, training=True), generator_variables):
+                raise no_generator_gradient_error(generator_variables)
+        stopped_real_scores = ops.stop_gradient(real_scores)
+
+        def generator_step_loss():
             fake = self(x, training=True)
             regularization = list(self.generator.losses)  # G's weights and activity
             generator_scores = self.score(conditions, fake, training=True)
-            g_loss = self.gan_loss.generator_loss(generator_scores, ops.stop_gradient(real_scores))
+            g_loss = self.gan_loss.generator_loss(generator_scores, stopped_real_scores)
             total = g_loss + float32_sum(regularization) if regularization else g_loss
-            scaled = optimizer.scale_loss(distribute.scale_loss_for_distribution(total))
-        gradients = tape.gradient(scaled, generator_variables)
+            return optimizer.scale_loss(distribute.scale_loss_for_distribution(total)), g_loss
+
+        (_, g_loss), gradients = gradients_lib.value_and_gradients(
+            generator_step_loss, generator_variables, has_aux=True
+        )
         if generator_variables and all(gradient is None for gradient in gradients):
-            raise ValueError(
-                "No gradient reaches the generator's trainable weights: the discriminator "
-                "would train alone. Emit a differentiable sample (e.g. straight-through "
-                "Gumbel-softmax for text)."
-            )
+            raise no_generator_gradient_error(generator_variables)
         if generator_variables:
             optimizer.apply(gradients, generator_variables)
 

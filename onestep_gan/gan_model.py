@@ -26,6 +26,7 @@ from keras import ops
 from keras import tree
 
 from onestep_gan import distribute
+from onestep_gan import gradients as gradients_lib
 from onestep_gan import losses as losses_lib
 
 
@@ -313,13 +314,6 @@ class GANModel(keras.Model):
 
     def gradient_penalty(self, conditions, real, fake, training=None):
         """WGAN-GP: `mean((||grad_x D(x_hat)|| - 1)^2)` on random interpolates of real and fake."""
-        if keras.backend.backend() != "tensorflow":
-            raise NotImplementedError(
-                "The gradient penalty needs input gradients inside the loss; it is "
-                f"implemented for the TensorFlow backend. Received backend: {keras.backend.backend()}"
-            )
-        import tensorflow as tf
-
         real_leaves, fake_leaves = tree.flatten(real), tree.flatten(fake)
         batch_size = ops.shape(fake_leaves[0])[0]
         epsilon = keras.random.uniform((batch_size,), seed=self.noise_stream(training))
@@ -329,11 +323,12 @@ class GANModel(keras.Model):
             real_leaf, fake_leaf = ops.cast(real_leaf, "float32"), ops.cast(fake_leaf, "float32")
             weight = ops.reshape(epsilon, (-1,) + (1,) * (len(fake_leaf.shape) - 1))
             interpolates.append(weight * real_leaf + (1.0 - weight) * fake_leaf)
-        with tf.GradientTape() as tape:
-            tape.watch(interpolates)
-            scores = self.score(conditions, tree.pack_sequence_as(fake, interpolates), training)
-            total_score = ops.sum(scores)
-        gradients = tape.gradient(total_score, interpolates)
+
+        def total_score(leaves):
+            return ops.sum(self.score(conditions, tree.pack_sequence_as(fake, leaves), training))
+
+        # Differentiable again: the trainer's backward pass reaches D's weights through it.
+        gradients = gradients_lib.input_gradients(total_score, interpolates)
         squared_norm = sum(
             ops.sum(ops.square(ops.reshape(ops.cast(g, "float32"), (batch_size, -1))), axis=1)
             for g in gradients
@@ -343,10 +338,11 @@ class GANModel(keras.Model):
     def discriminator_terms(self, conditions, real, fake_stopped, training=None):
         """The D term L_D(D(real), D(sg(G))) with its penalty, the scores, and D's activity
         losses of the two passes (a list; weight regularisation is not in it)."""
-        real_scores = self.score(conditions, real, training)
-        activity = self.discriminator_activity_losses()
-        fake_scores = self.score(conditions, fake_stopped, training)
-        activity += self.discriminator_activity_losses()
+        with gradients_lib.collecting_losses():  # JAX: Keras' scope would drop the activity
+            real_scores = self.score(conditions, real, training)
+            activity = self.discriminator_activity_losses()
+            fake_scores = self.score(conditions, fake_stopped, training)
+            activity += self.discriminator_activity_losses()
         d_loss = self.gan_loss.discriminator_loss(real_scores, fake_scores)
         if self.gan_loss.gradient_penalty and self.gradient_penalty_weight > 0:
             d_loss = d_loss + self.gradient_penalty_weight * self.gradient_penalty(
@@ -389,7 +385,37 @@ class GANModel(keras.Model):
                 "Resample the data instead. "
                 f"Received: class_weight={bound['class_weight']!r}"
             )
-        return super().fit(*args, **kwargs)
+        if keras.backend.backend() != "jax":
+            return super().fit(*args, **kwargs)
+        # Set past Keras' attribute tracking (a list would be tracked as layer state).
+        object.__setattr__(self, "_purged_values", [])
+        try:
+            return super().fit(*args, **kwargs)
+        except BaseException:
+            # Keras' JAX trainer detaches the variables' values when training starts and
+            # reattaches them only after a completed step: an error in the first step (a
+            # refused batch, a generator without gradient) would leave the model unusable.
+            for variable, value in self._purged_values:
+                if variable._value is None:
+                    variable._value = value
+            raise
+        finally:
+            object.__setattr__(self, "_purged_values", None)
+
+    def _purge_model_variables(self, **kwargs):
+        # JAX trainer only: remembers the values it detaches (see fit).
+        lists = {
+            "trainable_variables": lambda: self.trainable_variables,
+            "non_trainable_variables": lambda: self.non_trainable_variables,
+            "optimizer_variables": lambda: self.optimizer.variables,
+            "metrics_variables": lambda: self.metrics_variables,
+        }
+        purged = getattr(self, "_purged_values", None)
+        if purged is not None:
+            for key, variables in lists.items():
+                if kwargs.get(key):
+                    purged.extend((variable, variable._value) for variable in variables())
+        super()._purge_model_variables(**kwargs)
 
     # ------------------------------------------------------------ serialisation
     NOISE_STATE_KEYS = ("training_noise_seed", "inference_noise_seed")

@@ -35,7 +35,13 @@ from onestep_gan import distribute
 from onestep_gan.gan_model import GANModel
 from onestep_gan.gan_model import float32_sum
 from onestep_gan.gan_model import check_number
+from onestep_gan import gradients as gradients_lib
 from onestep_gan.optimizers import GANOptimizer
+from onestep_gan.optimizers import no_generator_gradient_error
+
+
+def real_leaf(real):
+    return tree.flatten(real)[0]
 
 
 @keras.saving.register_keras_serializable(package="onestep_gan")
@@ -162,6 +168,8 @@ class OneStepGAN(GANModel):
         # Regularisation of the forward pass: weights of G and D, G's activity. Read now,
         # before D's top-level calls below reset its sublayers' losses.
         regularization = list(self.losses)
+        if training and keras.backend.backend() == "jax":
+            self.check_generator_gradient(x, conditions, real)  # calls G again: after reading G's losses
         fake_stopped = tree.map_structure(ops.stop_gradient, fake)
 
         # First term: gradient reaches D only (G's sample is stopped).
@@ -187,6 +195,29 @@ class OneStepGAN(GANModel):
 
         self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
         return distribute.scale_loss_for_distribution(total)
+
+    def check_generator_gradient(self, x, conditions, real):
+        """JAX: raises if G's sample (and extra loss) has no gradient path to G's weights.
+
+        On TensorFlow and PyTorch such a gradient is `None` and `GANOptimizer.apply` raises;
+        JAX returns zeros instead, so the path is looked for when the step is traced.
+        """
+        generator_variables = self.generator.trainable_variables
+        if not generator_variables:
+            return
+        if self.conditional:
+            inputs = x
+        else:
+            inputs = ops.zeros((ops.shape(real_leaf(real))[0], self.latent_dim))
+
+        def sample_and_extra():
+            fake = self.generator(inputs, training=True)
+            if self.generator_extra_loss is None:
+                return fake
+            return [fake, self.generator_extra_loss(conditions, real, fake)]
+
+        if not gradients_lib.jax_depends_on(sample_and_extra, generator_variables):
+            raise no_generator_gradient_error(generator_variables)
 
     def get_config(self):
         if self.generator_extra_loss is not None or self.discriminator_extra_loss is not None:

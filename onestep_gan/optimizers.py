@@ -73,6 +73,24 @@ def _copy(optimizer, learning_rate_factor, suffix):
     return copy
 
 
+def no_generator_gradient_error(generator_variables):
+    """The error for a generator that no gradient reaches (raised on every backend)."""
+    return ValueError(
+        "No gradient reaches the generator's trainable weights "
+        f"({len(generator_variables)} variables, e.g. {generator_variables[0].path!r}): "
+        "the discriminator would train alone. The generator's sample must be "
+        "differentiable: argmax ids, a cast to int or a stop_gradient cut the "
+        "gradient. For discrete outputs such as text, emit a straight-through "
+        "Gumbel-softmax one-hot (exact one-hot forward, soft gradient backward) "
+        "and embed it as probs @ embedding_matrix in the discriminator."
+    )
+
+
+def _current(scope, variable):
+    value = scope.get_current_value(variable)
+    return variable.value if value is None else value
+
+
 @keras.saving.register_keras_serializable(package="onestep_gan")
 class GANOptimizer(keras.optimizers.Optimizer):
     """Applies one gradient to G and D with separate optimizers.
@@ -235,24 +253,25 @@ class GANOptimizer(keras.optimizers.Optimizer):
         self.generator_optimizer.build(generator_variables)
         self.discriminator_optimizer.build(discriminator_variables)
         super().build([])
+        # The variables (in their order) that stateless_apply takes values of; in a closure,
+        # so that Keras' tracking does not adopt them as the optimizer's own.
+        self._built_on_variables = (lambda variables: lambda: variables)(list(var_list))
+
+    @property
+    def _built_on(self):
+        return self._built_on_variables() if hasattr(self, "_built_on_variables") else []
 
     def apply(self, grads, trainable_variables=None):
         if trainable_variables is None:
             raise ValueError("GANOptimizer.apply needs the trainable_variables.")
-        grads, trainable_variables = list(grads), list(trainable_variables)
+        # NumPy gradients are accepted on every backend (PyTorch's tensors do not mix with them).
+        grads = [None if g is None else ops.convert_to_tensor(g) for g in grads]
+        trainable_variables = list(trainable_variables)
         (generator_grads, generator_variables), (discriminator_grads, discriminator_variables) = (
             self._split(grads, trainable_variables)
         )
         if generator_variables and all(grad is None for grad in generator_grads):
-            raise ValueError(
-                "No gradient reaches the generator's trainable weights "
-                f"({len(generator_variables)} variables, e.g. {generator_variables[0].path!r}): "
-                "the discriminator would train alone. The generator's sample must be "
-                "differentiable: argmax ids, a cast to int or a stop_gradient cut the "
-                "gradient. For discrete outputs such as text, emit a straight-through "
-                "Gumbel-softmax one-hot (exact one-hot forward, soft gradient backward) "
-                "and embed it as probs @ embedding_matrix in the discriminator."
-            )
+            raise no_generator_gradient_error(generator_variables)
         grads = generator_grads + discriminator_grads
         if self.loss_scale_factor is not None:
             grads = [None if g is None else g / self.loss_scale_factor for g in grads]
@@ -273,10 +292,32 @@ class GANOptimizer(keras.optimizers.Optimizer):
         return [None if g is None else g * ops.cast(factor, g.dtype) for g in grads]
 
     def stateless_apply(self, optimizer_variables, grads, trainable_variables):
-        raise NotImplementedError(
-            "GANOptimizer supports stateful backends (TensorFlow, PyTorch); the JAX "
-            "trainer's stateless_apply is not implemented yet."
-        )
+        """`apply` without side effects, for the JAX trainer: takes and returns values.
+
+        `trainable_variables` are the values of the variables the optimizer was built on, in
+        that order; returns their updated values and those of `variables` (both inner
+        optimizers' state).
+        """
+        if not self.built:
+            raise ValueError(
+                "To call stateless_apply, GANOptimizer must be built: call "
+                "optimizer.build(trainable_variables) (OneStepGAN.compile does it once G and D "
+                "are built)."
+            )
+        built_on = self._built_on
+        if len(trainable_variables) != len(built_on) or len(optimizer_variables) != len(self.variables):
+            raise ValueError(
+                "GANOptimizer.stateless_apply expects the values of the "
+                f"{len(built_on)} trainable variables it was built on and of its "
+                f"{len(self.variables)} variables. Received {len(trainable_variables)} and "
+                f"{len(optimizer_variables)}."
+            )
+        mapping = list(zip(built_on, trainable_variables)) + list(zip(self.variables, optimizer_variables))
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            self.apply(grads, built_on)
+        new_trainable = [_current(scope, variable) for variable in built_on]
+        new_optimizer = [_current(scope, variable) for variable in self.variables]
+        return new_trainable, new_optimizer
 
     @property
     def variables(self):

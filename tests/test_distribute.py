@@ -8,9 +8,17 @@ import subprocess
 import sys
 import textwrap
 
+import os
+
+import keras
 import pytest
 
 from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="tf.distribute (MirroredStrategy) is TensorFlow-only; the TensorFlow test run covers it",
+)
 
 SCRIPT = textwrap.dedent(
     """
@@ -65,7 +73,8 @@ SCRIPT = textwrap.dedent(
 @pytest.fixture(scope="module")
 def mirrored_results():
     completed = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", SCRIPT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
     )
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
     assert lines, f"check script failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"

@@ -2,13 +2,15 @@
 
 import numpy as np
 import pytest
-import tensorflow as tf
+import tensorflow as tf  # tf.data only: Keras reads tf.data datasets on every backend
 
 import keras
 from keras import ops
 
 import onestep_gan
 from onestep_gan import losses
+from onestep_gan.gradients import to_numpy
+from onestep_gan.gradients import value_and_gradients
 
 BATCH, CONDITION_DIM, LATENT_DIM, SAMPLE_DIM = 8, 3, 4, 2
 LAM = 0.5
@@ -47,6 +49,17 @@ def conditional_gan(loss="hinge", lam=LAM):
     )
 
 
+def gradients(fn, *variable_lists):
+    """The value of `fn()` and its gradients (NumPy) on each list of variables, on any backend."""
+    variables = [variable for variables in variable_lists for variable in variables]
+    value, grads = value_and_gradients(fn, variables)
+    grads, split = to_numpy(grads), []
+    for variables in variable_lists:
+        split.append(grads[: len(variables)])
+        grads = grads[len(variables):]
+    return (value, *split)
+
+
 def reference_gradients(gan, conditions, real, fake_input):
     """Two tapes, the textbook way: grad_D L_D(D(real), D(sg(G))) and grad_G L_G(D(G))."""
     gan_loss = gan.gan_loss
@@ -54,16 +67,20 @@ def reference_gradients(gan, conditions, real, fake_input):
     if conditions is not None:
         conditions = ops.convert_to_tensor(conditions)
     discriminator_inputs = (lambda s: [conditions, s]) if conditions is not None else (lambda s: s)
-    with tf.GradientTape() as tape:
+    real_scores = ops.squeeze(gan.discriminator(discriminator_inputs(real)), 1)
+
+    def discriminator_loss():
         fake = ops.stop_gradient(gan.generator(fake_input))
         real_scores = ops.squeeze(gan.discriminator(discriminator_inputs(real)), 1)
         fake_scores = ops.squeeze(gan.discriminator(discriminator_inputs(fake)), 1)
-        d_loss = gan_loss.discriminator_loss(real_scores, fake_scores)
-    d_grads = tape.gradient(d_loss, gan.discriminator.trainable_variables)
-    with tf.GradientTape() as tape:
+        return gan_loss.discriminator_loss(real_scores, fake_scores)
+
+    def generator_loss():
         generator_scores = ops.squeeze(gan.discriminator(discriminator_inputs(gan.generator(fake_input))), 1)
-        g_loss = gan_loss.generator_loss(generator_scores, real_scores)
-    g_grads = tape.gradient(g_loss, gan.generator.trainable_variables)
+        return gan_loss.generator_loss(generator_scores, real_scores)
+
+    d_loss, d_grads = gradients(discriminator_loss, gan.discriminator.trainable_variables)
+    g_loss, g_grads = gradients(generator_loss, gan.generator.trainable_variables)
     return d_loss, g_loss, d_grads, g_grads
 
 
@@ -72,22 +89,21 @@ def test_single_loss_separates_exactly(loss):
     gan = conditional_gan(loss)
     conditions, real = batch()
     gan(conditions)
-    with tf.GradientTape(persistent=True) as tape:
-        fake = gan(conditions)
-        total = gan.compute_loss(conditions, real, fake)
-    d_grads = tape.gradient(total, gan.discriminator.trainable_variables)
-    g_grads = tape.gradient(total, gan.generator.trainable_variables)
+    total, d_grads, g_grads = gradients(
+        lambda: gan.compute_loss(conditions, real, gan(conditions)),
+        gan.discriminator.trainable_variables, gan.generator.trainable_variables,
+    )
     d_loss, _, ref_d_grads, ref_g_grads = reference_gradients(gan, conditions, real, conditions)
 
     # The bracket is exactly 0: the single loss equals L_D bit for bit.
     assert float(total) == float(d_loss)
     # On D: exactly grad(L_D), no rounding residue from the bracket.
     for grad, ref in zip(d_grads, ref_d_grads):
-        np.testing.assert_array_equal(grad.numpy(), ref.numpy())
+        np.testing.assert_array_equal(grad, ref)
     # On G: lam * grad(L_G).
     for grad, ref in zip(g_grads, ref_g_grads):
-        np.testing.assert_allclose(grad.numpy(), LAM * ref.numpy(), rtol=1e-5, atol=1e-7)
-        assert np.any(grad.numpy() != 0)
+        np.testing.assert_allclose(grad, LAM * ref, rtol=1e-5, atol=1e-7)
+        assert np.any(grad != 0)
 
 
 def test_bracket_gradient_on_discriminator_is_exactly_zero():
@@ -95,18 +111,20 @@ def test_bracket_gradient_on_discriminator_is_exactly_zero():
     gan = conditional_gan()
     conditions, real = batch()
     gan(conditions)
-    with tf.GradientTape() as tape:
-        fake = gan(conditions)
-        generator_scores = gan.score_with_frozen_discriminator(conditions, fake)
+
+    def bracket():
+        generator_scores = gan.score_with_frozen_discriminator(conditions, gan(conditions))
         g_loss = gan.gan_loss.generator_loss(generator_scores)
-        bracket = g_loss - ops.stop_gradient(g_loss)
-    grads = tape.gradient(bracket, gan.discriminator.trainable_variables)
-    assert float(bracket) == 0.0
-    assert all(grad is None or not np.any(grad.numpy()) for grad in grads)
+        return g_loss - ops.stop_gradient(g_loss)
+
+    value, grads, g_grads = gradients(bracket, gan.discriminator.trainable_variables, gan.generator.trainable_variables)
+    assert float(value) == 0.0
+    assert all(grad is None or not np.any(grad) for grad in grads)
+    assert any(np.any(grad) for grad in g_grads)
 
 
 def apply_sgd_reference(variables, grads, learning_rate, scale=1.0):
-    return [v.numpy() - learning_rate * scale * g.numpy() for v, g in zip(variables, grads)]
+    return [v.numpy() - learning_rate * scale * g for v, g in zip(variables, grads)]
 
 
 def test_fit_step_with_sgd_matches_two_tape_reference_conditional():
@@ -214,8 +232,8 @@ def test_keras_round_trip_gives_identical_outputs(tmp_path):
     assert isinstance(restored, onestep_gan.OneStepGAN)
     assert restored.lam == LAM and restored.gan_loss.name == "hinge"
     np.testing.assert_array_equal(restored.predict(conditions, verbose=0), gan.predict(conditions, verbose=0))
-    scores = gan.discriminator([conditions, real])
-    np.testing.assert_array_equal(restored.discriminator([conditions, real]), scores)
+    scores = to_numpy(gan.discriminator([conditions, real]))
+    np.testing.assert_array_equal(to_numpy(restored.discriminator([conditions, real])), scores)
     # The restored model can keep training.
     restored.fit(conditions, real, batch_size=4, epochs=1, verbose=0)
 
@@ -303,27 +321,21 @@ def test_nested_samples_are_supported():
 
 def test_generator_extra_loss_reaches_generator_only():
     gan = conditional_gan()
-    conditions, real = batch()
+    conditions, real = (ops.convert_to_tensor(t) for t in batch())
     gan(conditions)
 
     def extra(conditions, real, fake):
         return ops.mean(ops.square(fake - real))
 
-    with tf.GradientTape(persistent=True) as tape:
-        fake = gan(conditions)
-        base = gan.compute_loss(conditions, real, fake)
+    parts = gan.discriminator.trainable_variables, gan.generator.trainable_variables
+    base, d_base, g_base = gradients(lambda: gan.compute_loss(conditions, real, gan(conditions)), *parts)
     gan.generator_extra_loss = extra
-    with tf.GradientTape(persistent=True) as tape_extra:
-        fake_extra = gan(conditions)
-        total = gan.compute_loss(conditions, real, fake_extra)
-    d_base = tape.gradient(base, gan.discriminator.trainable_variables)
-    d_extra = tape_extra.gradient(total, gan.discriminator.trainable_variables)
+    total, d_extra, g_extra = gradients(lambda: gan.compute_loss(conditions, real, gan(conditions)), *parts)
     for a, b in zip(d_base, d_extra):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
-    g_base = tape.gradient(base, gan.generator.trainable_variables)
-    g_extra = tape_extra.gradient(total, gan.generator.trainable_variables)
-    assert any(np.any(a.numpy() != b.numpy()) for a, b in zip(g_base, g_extra))
-    assert float(total) == pytest.approx(float(base) + float(extra(conditions, real, fake_extra)), rel=1e-6)
+        np.testing.assert_array_equal(a, b)
+    assert any(np.any(a != b) for a, b in zip(g_base, g_extra))
+    fake = gan(conditions)
+    assert float(total) == pytest.approx(float(base) + float(extra(conditions, real, fake)), rel=1e-6)
 
 
 def test_discriminator_extra_loss_reaches_discriminator_only():
@@ -444,6 +456,27 @@ def test_regularisation_losses_of_both_nets_are_in_the_loss():
     assert float(total) == pytest.approx(expected, rel=1e-6)
 
 
+def test_fit_step_counts_the_regularisation_of_both_nets():
+    """One SGD step of fit equals the step computed from the loss's own gradient: no
+    regularisation term is lost inside the trainer (JAX runs the loss in a StatelessScope)."""
+    learning_rate = 0.1
+    gan = onestep_gan.OneStepGAN(
+        regularized_generator(LATENT_DIM), regularized_unconditional_discriminator(), lam=LAM,
+        latent_dim=LATENT_DIM, seed=1,
+    )
+    _, real = batch()
+    real = ops.convert_to_tensor(real)
+    gan(real)  # draws from the inference stream: the training stream is untouched
+    z = keras.random.normal((BATCH, LATENT_DIM), seed=keras.random.SeedGenerator(1))
+    variables = gan.trainable_variables
+    _, grads = gradients(lambda: gan.compute_loss(real, None, gan.generator(z, training=True)), variables)
+    expected = apply_sgd_reference(variables, grads, learning_rate)
+    gan.compile(optimizer=keras.optimizers.SGD(learning_rate))
+    gan.fit(real, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+    for variable, value in zip(variables, expected):
+        np.testing.assert_allclose(variable.numpy(), value, rtol=1e-5, atol=1e-6)
+
+
 class TrainingScale(keras.layers.Layer):
     """Multiplies by 1 in training and by 3 in inference: makes the training flag visible in the scores."""
 
@@ -470,26 +503,29 @@ def test_every_discriminator_pass_runs_in_training_mode(loss):
     z = keras.random.normal((BATCH, LATENT_DIM), seed=5)
     gan(real)
     generator, discriminator = gan.generator, gan.discriminator
-    with tf.GradientTape(persistent=True) as tape:
-        fake = generator(z, training=True)
-        total = gan.compute_loss(real, None, fake, training=True)
-    d_grads = tape.gradient(total, discriminator.trainable_variables)
-    g_grads = tape.gradient(total, generator.trainable_variables)
+    _, d_grads, g_grads = gradients(
+        lambda: gan.compute_loss(real, None, generator(z, training=True), training=True),
+        discriminator.trainable_variables, generator.trainable_variables,
+    )
 
     def scores(sample):
         return ops.squeeze(discriminator(sample, training=True), 1)
 
-    with tf.GradientTape() as tape:
+    def discriminator_loss():
         real_scores = scores(real)
-        d_loss = gan.gan_loss.discriminator_loss(real_scores, scores(ops.stop_gradient(generator(z, training=True))))
-    ref_d = tape.gradient(d_loss, discriminator.trainable_variables)
-    with tf.GradientTape() as tape:
-        g_loss = gan.gan_loss.generator_loss(scores(generator(z, training=True)), real_scores)
-    ref_g = tape.gradient(g_loss, generator.trainable_variables)
-    for grad, ref in zip(d_grads, ref_d):
-        np.testing.assert_allclose(grad.numpy(), ref.numpy(), rtol=1e-5, atol=1e-6)
+        fake_scores = scores(ops.stop_gradient(generator(z, training=True)))
+        return gan.gan_loss.discriminator_loss(real_scores, fake_scores), real_scores
+
+    (_, real_scores), ref_d = value_and_gradients(discriminator_loss, discriminator.trainable_variables, has_aux=True)
+    real_scores = ops.convert_to_tensor(to_numpy(real_scores))
+    _, ref_g = gradients(
+        lambda: gan.gan_loss.generator_loss(scores(generator(z, training=True)), real_scores),
+        generator.trainable_variables,
+    )
+    for grad, ref in zip(d_grads, to_numpy(ref_d)):
+        np.testing.assert_allclose(grad, ref, rtol=1e-5, atol=1e-6)
     for grad, ref in zip(g_grads, ref_g):
-        np.testing.assert_allclose(grad.numpy(), LAM * ref.numpy(), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(grad, LAM * ref, rtol=1e-4, atol=1e-6)
 
 
 def test_batch_norm_statistics_are_updated_by_the_two_live_passes_only():
@@ -503,15 +539,15 @@ def test_batch_norm_statistics_are_updated_by_the_two_live_passes_only():
     fake = gan(real, training=True)
     gan.compute_loss(real, None, fake, training=True)
     momentum = norm.momentum
-    mean_real = np.mean(hidden(real).numpy(), axis=0)
-    mean_fake = np.mean(hidden(fake).numpy(), axis=0)
+    mean_real = np.mean(to_numpy(hidden(real)), axis=0)
+    mean_fake = np.mean(to_numpy(hidden(fake)), axis=0)
     expected = momentum * (momentum * 0.0 + (1 - momentum) * mean_real) + (1 - momentum) * mean_fake
     np.testing.assert_allclose(norm.moving_mean.numpy(), expected, rtol=1e-5, atol=1e-7)
 
 
 def dropout_discriminator():
     return keras.Sequential(
-        [keras.Input((SAMPLE_DIM,)), keras.layers.Dense(16, activation="tanh"), keras.layers.Dropout(0.5),
+        [keras.Input((SAMPLE_DIM,)), keras.layers.Dense(16, activation="tanh"), keras.layers.Dropout(0.5, seed=7),
          keras.layers.Dense(1)],
         name="discriminator",
     )
@@ -719,6 +755,21 @@ def test_wasserstein_gradient_penalty_value():
     assert float(d_loss) == pytest.approx(critic_loss + 2.0 * 16.0, rel=1e-5)
 
 
+def test_wasserstein_gradient_penalty_is_differentiated_through_the_input_gradient():
+    """The penalty's own gradient reaches D's weights (double backward on every backend): for a
+    linear critic, d/dw (||w|| - 1)^2 = 2 (||w|| - 1) w / ||w||."""
+    _, real = batch()
+    critic = keras.Sequential([keras.Input((SAMPLE_DIM,)), keras.layers.Dense(1)])
+    kernel = critic.layers[0].kernel
+    kernel.assign(np.array([[3.0], [4.0]], "float32"))
+    gan = onestep_gan.OneStepGAN(make_generator(LATENT_DIM), critic, loss="wasserstein", latent_dim=LATENT_DIM)
+    real = ops.convert_to_tensor(real)
+    fake = ops.stop_gradient(gan(real))
+    penalty, (kernel_grad,) = gradients(lambda: gan.gradient_penalty(None, real, fake), [kernel])
+    assert float(penalty) == pytest.approx(16.0, rel=1e-5)
+    np.testing.assert_allclose(kernel_grad, 2.0 * 4.0 * np.array([[3.0], [4.0]]) / 5.0, rtol=1e-5)
+
+
 @pytest.fixture
 def dtype_policy(request):
     keras.config.set_dtype_policy(request.param)
@@ -752,6 +803,10 @@ def one_sgd_step(trainer, real):
 @pytest.mark.parametrize("trainer", ["one_step", "alternating"])
 def test_mixed_precision_trains_like_float32(dtype_policy, trainer):
     _, real = batch()
+    if trainer == "alternating" and dtype_policy == "mixed_float16" and keras.backend.backend() == "jax":
+        with pytest.raises(ValueError, match="AlternatingGAN cannot train under the mixed_float16 policy on JAX"):
+            one_sgd_step(trainer, real)
+        return
     gan, step, history = one_sgd_step(trainer, real)
     assert gan.discriminator.compute_dtype != "float32"
     fake = gan(real, training=True)

@@ -1,0 +1,87 @@
+"""A `.keras` file saved on one Keras backend loads on the others with the same outputs.
+
+The test saves on the backend of this pytest process and loads each other installed backend
+in a fresh process (a Python process has one Keras backend). Run with KERAS_BACKEND=jax or
+torch, it checks those directions too.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+import onestep_gan
+from onestep_gan.gradients import to_numpy
+from tests.conftest import REPO_ROOT
+from tests.test_one_step_gan import batch, make_conditional_discriminator, make_generator
+
+BACKEND_MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+
+LOAD_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import keras
+    import onestep_gan
+    path, conditions_path, real_path = sys.argv[1:4]
+    conditions, real = np.load(conditions_path), np.load(real_path)
+    gan = keras.saving.load_model(path, safe_mode=True)
+    result = {
+        "backend": keras.backend.backend(),
+        "samples": keras.ops.convert_to_numpy(gan.generator(conditions)).tolist(),
+        "scores": keras.ops.convert_to_numpy(gan.discriminator([conditions, real])).tolist(),
+        "optimizer": [np.asarray(v.numpy()).tolist() for v in gan.optimizer.variables],
+        "ratio": gan.optimizer.generator_learning_rate_ratio,
+    }
+    history = gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)  # keeps training
+    result["loss_finite"] = bool(np.all(np.isfinite(history.history["loss"])))
+    print("RESULT" + json.dumps(result))
+    """
+)
+
+
+def other_backends():
+    return [
+        backend for backend, module in BACKEND_MODULES.items()
+        if backend != keras.backend.backend() and importlib.util.find_spec(module) is not None
+    ]
+
+
+@pytest.mark.parametrize("target", sorted(BACKEND_MODULES))
+def test_keras_file_loads_on_another_backend_with_the_same_outputs(target, tmp_path):
+    if target == keras.backend.backend():
+        pytest.skip("same backend: covered by the round-trip tests of test_one_step_gan.py")
+    if target not in other_backends():
+        pytest.skip(f"{target} is not installed")
+    conditions, real = batch()
+    gan = onestep_gan.OneStepGAN(make_generator(), make_conditional_discriminator(), lam=0.5)
+    gan.compile(optimizer=onestep_gan.GANOptimizer(keras.optimizers.Adam(1e-2), generator_learning_rate_ratio=0.5))
+    gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)
+    path = tmp_path / "gan.keras"
+    gan.save(path)
+    np.save(tmp_path / "conditions.npy", conditions)
+    np.save(tmp_path / "real.npy", real)
+
+    completed = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT, str(path), str(tmp_path / "conditions.npy"), str(tmp_path / "real.npy")],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "KERAS_BACKEND": target, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
+    assert lines, f"loading on {target} failed:\n{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
+    result = json.loads(lines[-1][len("RESULT"):])
+    assert result["backend"] == target
+    # Same weights; the backends' kernels may differ in the last bits.
+    np.testing.assert_allclose(result["samples"], to_numpy(gan.generator(conditions)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(result["scores"], to_numpy(gan.discriminator([conditions, real])), rtol=1e-6, atol=1e-6)
+    assert len(result["optimizer"]) == len(gan.optimizer.variables)
+    for loaded, variable in zip(result["optimizer"], gan.optimizer.variables):
+        np.testing.assert_array_equal(np.asarray(loaded), np.asarray(variable.numpy()))
+    assert result["ratio"] == 0.5
+    assert result["loss_finite"]
