@@ -129,3 +129,18 @@ def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys)
     config = json.loads((trained_run / "config.json").read_text())
     assert (config["decode_method"], config["beam_width"], config["rerank"]) == ("beam", 3, False)
     assert "slot errors %" in (trained_run / "test_scores.md").read_text()
+
+
+def test_generate_in_a_fresh_process_loads_the_run(trained_run):
+    """The CLI imports Keras lazily; the text models must still be registered before loading."""
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "onestep_gan", "generate", "--run-dir", str(trained_run)],
+        input="Alan_Bean | birthPlace | Wheeler,_Texas\n", capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[1])}, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(result.stdout.splitlines()) == 1

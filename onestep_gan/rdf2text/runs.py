@@ -77,7 +77,9 @@ def load_model_file(path):
     """
     import keras
 
-    import onestep_gan.rdf2text  # noqa: F401  (registers the text models)
+    from onestep_gan.rdf2text import register_models
+
+    register_models()  # the text models must be registered with Keras before loading
 
     path = pathlib.Path(path)
     if not path.is_file():
