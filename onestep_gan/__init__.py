@@ -8,6 +8,8 @@ RDF-to-text models (it registers them for `keras.saving.load_model`).
 
 import importlib
 
+from onestep_gan._registration import register_when_keras_loads
+
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -27,3 +29,13 @@ def __getattr__(name):
     if name == "losses":
         return importlib.import_module("onestep_gan.losses")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def register():
+    """Imports the engine modules, which registers their classes for `keras.saving.load_model`."""
+    for module in sorted({*_EXPORTS.values(), "onestep_gan.losses"}):
+        importlib.import_module(module)
+
+
+# `import onestep_gan` then `keras.saving.load_model(...)` must find OneStepGAN and friends.
+register_when_keras_loads(sorted({*_EXPORTS.values(), "onestep_gan.losses"}))

@@ -85,3 +85,21 @@ def test_keras_file_loads_on_another_backend_with_the_same_outputs(target, tmp_p
         np.testing.assert_array_equal(np.asarray(loaded), np.asarray(variable.numpy()))
     assert result["ratio"] == 0.5
     assert result["loss_finite"]
+
+
+@pytest.mark.parametrize("keras_first", [True, False])
+def test_import_onestep_gan_is_enough_to_load_a_saved_gan(keras_first, tmp_path):
+    """`import onestep_gan` registers the engine's classes whether Keras is imported before or
+    after it (the package itself imports Keras lazily)."""
+    conditions, real = batch()
+    gan = onestep_gan.OneStepGAN(make_generator(), make_conditional_discriminator())
+    gan.compile(optimizer="adam")
+    gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)
+    gan.save(tmp_path / "gan.keras")
+    imports = "import keras\nimport onestep_gan\n" if keras_first else "import onestep_gan\nimport keras\n"
+    script = imports + f"print(type(keras.saving.load_model({str(tmp_path / 'gan.keras')!r})).__name__)\n"
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert completed.stdout.strip().splitlines()[-1:] == ["OneStepGAN"], completed.stderr[-2000:]

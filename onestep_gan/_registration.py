@@ -1,0 +1,52 @@
+"""Registering serialisable classes with Keras without importing Keras at package import.
+
+`import onestep_gan` (and `onestep_gan.rdf2text`) must not import Keras and TensorFlow (so that
+`onestep-gan --help` is fast), yet `keras.saving.load_model` must find our classes. So a package
+registers its modules now if Keras is already imported, else right after Keras is imported (a
+one-shot import hook). Code that loads models calls the package's register function itself too.
+"""
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+
+def register_when_keras_loads(modules):
+    """Imports `modules` now if `keras` is imported, else as soon as it is."""
+    if "keras" in sys.modules:
+        _import_all(modules)
+    else:
+        sys.meta_path.insert(0, _AfterKeras(modules))
+
+
+def _import_all(modules):
+    for module in modules:
+        importlib.import_module(module)
+
+
+class _AfterKeras(importlib.abc.MetaPathFinder):
+    """Finder that wraps Keras' loader once, to import `modules` after Keras has loaded."""
+
+    def __init__(self, modules):
+        self.modules = tuple(modules)
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "keras":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, modules = spec.loader, self.modules
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                _import_all(modules)
+
+        spec.loader = Loader()
+        return spec
