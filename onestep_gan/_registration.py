@@ -13,11 +13,16 @@ import sys
 
 
 def register_when_keras_loads(modules):
-    """Imports `modules` now if `keras` is imported, else as soon as it is."""
+    """Imports `modules` now if `keras` is imported, else as soon as it is (one finder serves
+    every caller: a second finder would never see the `keras` import)."""
     if "keras" in sys.modules:
         _import_all(modules)
-    else:
-        sys.meta_path.insert(0, _AfterKeras(modules))
+        return
+    finder = next((item for item in sys.meta_path if isinstance(item, _AfterKeras)), None)
+    if finder is None:
+        finder = _AfterKeras()
+        sys.meta_path.insert(0, finder)
+    finder.modules.extend(modules)
 
 
 def _import_all(modules):
@@ -28,8 +33,8 @@ def _import_all(modules):
 class _AfterKeras(importlib.abc.MetaPathFinder):
     """Finder that wraps Keras' loader once, to import `modules` after Keras has loaded."""
 
-    def __init__(self, modules):
-        self.modules = tuple(modules)
+    def __init__(self):
+        self.modules = []
 
     def find_spec(self, name, path=None, target=None):
         if name != "keras":

@@ -14,9 +14,8 @@ TensorFlow-free modules (webnlg, config) never import TensorFlow.
 """
 
 import importlib
-import importlib.abc
-import importlib.util
-import sys
+
+from onestep_gan._registration import register_when_keras_loads
 
 _MODELS = {
     "TextDiscriminator": "onestep_gan.rdf2text.discriminator",
@@ -40,31 +39,4 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class _RegisterAfterKeras(importlib.abc.MetaPathFinder):
-    """Registers the models as soon as `keras` has been imported (a one-shot import hook)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "keras":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-
-        class Loader(importlib.abc.Loader):
-            def create_module(self, spec):
-                return loader.create_module(spec)
-
-            def exec_module(self, module):
-                loader.exec_module(module)
-                register_models()
-
-        spec.loader = Loader()
-        return spec
-
-
-if "keras" in sys.modules:
-    register_models()
-elif not any(isinstance(finder, _RegisterAfterKeras) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _RegisterAfterKeras())
+register_when_keras_loads(sorted(set(_MODELS.values())))
