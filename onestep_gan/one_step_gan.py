@@ -10,7 +10,7 @@ Exactness. Written literally, the bracket's gradient on D's weights is zero
 only up to rounding (a prototype measured residues up to 4.6e-7 on entries
 whose true gradient is 0; Adam, which divides by the gradient's own scale,
 turns such residues into near full-size steps). Here the G term is evaluated
-with D's weights stop-gradiented (`stateless_call`) and the subtracted half
+with D's weights stop-gradiented (D called inside a `keras.StatelessScope`) and the subtracted half
 is the stop-gradient of the same value:
 
     bracket = L_G(D_frozen(G)) - sg(L_G(D_frozen(G)))
