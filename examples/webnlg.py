@@ -3,10 +3,9 @@ Title: RDF-to-text on WebNLG 2017 with a Transformer trained by maximum likeliho
 Description: Delexicalise WebNLG triples, train an encoder-decoder Transformer with plain
     `compile` + `fit`, pick the checkpoint by dev loss, decode dev/test with beam search and
     score BLEU / chrF++ on the seen and unseen categories.
-Expected run time on 2 CPU cores: `--quick` about a minute; the defaults 25 minutes measured
-    on shared cores (20 epochs, then beam 12 with reranking over 872 dev + 1862 test entries,
-    2.4 min), an estimated 15-17 minutes on quiet ones; each run's `timing.json` has the real
-    figures. `--epochs N` trains longer (the learning-rate schedule stretches to N epochs).
+Expected run time on 2 quiet CPU cores: `--quick` about a minute; the defaults 14.9 minutes
+    (20 epochs, 13.1 min, then beam 12 with reranking over 872 dev + 1862 test entries, 1.4 min);
+    each run's `timing.json` has the real figures. `--epochs N` trains longer (the learning-rate schedule stretches to N epochs).
 
 ## Introduction
 
