@@ -9,28 +9,26 @@ from keras import ops
 from onestep_gan.rdf2text.layers import TransformerDecoderBlock
 
 
-def test_causal_block_ignores_later_tokens():
-    block = TransformerDecoderBlock(8, 2, 16)
+def _outputs_before_and_after_changing_the_last_token(causal):
+    """The block's outputs for 4 tokens, and for the same tokens with a new last one (a new
+    vector, not a constant shift, which the pre-LayerNorm would remove)."""
+    block = TransformerDecoderBlock(8, 2, 16, causal=causal)
     block.build((None, None, 8), (None, None, 8))
     inputs = keras.random.normal((1, 4, 8), seed=1)
     memory = keras.random.normal((1, 3, 8), seed=2)
     changed = ops.concatenate([inputs[:, :3], keras.random.normal((1, 1, 8), seed=3)], axis=1)
-    first = ops.convert_to_numpy(block(inputs, memory))
-    second = ops.convert_to_numpy(block(changed, memory))
+    return ops.convert_to_numpy(block(inputs, memory)), ops.convert_to_numpy(block(changed, memory))
+
+
+def test_causal_block_ignores_later_tokens():
+    first, second = _outputs_before_and_after_changing_the_last_token(causal=True)
     np.testing.assert_allclose(first[:, :3], second[:, :3], atol=1e-6)
     assert np.abs(first[:, 3] - second[:, 3]).max() > 1e-3
 
 
 def test_text_block_is_bidirectional():
     """A later token changes earlier positions' states (a causal block would not)."""
-    block = TransformerDecoderBlock(8, 2, 16, causal=False)
-    block.build((None, None, 8), (None, None, 8))
-    inputs = keras.random.normal((1, 4, 8), seed=1)
-    memory = keras.random.normal((1, 3, 8), seed=2)
-    # A new last token (not a constant shift, which the pre-LayerNorm would remove).
-    changed = ops.concatenate([inputs[:, :3], keras.random.normal((1, 1, 8), seed=3)], axis=1)
-    first = ops.convert_to_numpy(block(inputs, memory))
-    second = ops.convert_to_numpy(block(changed, memory))
+    first, second = _outputs_before_and_after_changing_the_last_token(causal=False)
     assert np.abs(first[:, 0] - second[:, 0]).max() > 1e-3
 
 
