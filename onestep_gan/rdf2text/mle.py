@@ -32,7 +32,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from onestep_gan.rdf2text import checkpoints, datasets, evaluation, inference, runs
+from onestep_gan.rdf2text import averaging, checkpoints, datasets, evaluation, inference, runs
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -272,6 +272,10 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
             dev_examples[: config.num_logged_samples], dev_entries[: config.num_logged_samples], preprocessor
         ),
     ]
+    if config.average_checkpoints > 1:  # the window ending at the best epoch stays on disk
+        callbacks.append(averaging.EpochWeights(
+            run_dir / averaging.EPOCH_WEIGHTS_DIR, keep=config.average_checkpoints + config.early_stopping_patience
+        ))
     if importlib.util.find_spec("tensorboard") is not None:
         callbacks.append(
             keras.callbacks.TensorBoard(log_dir=str(run_dir / "tensorboard"), write_graph=False)
@@ -311,9 +315,13 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     train_seconds = time.perf_counter() - train_start
     epochs_trained = len(backup.epoch_logs)  # resumed epochs included
     val_losses = [logs["val_loss"] for logs in backup.epoch_logs if "val_loss" in logs]
+    best_epoch = int(np.argmin(val_losses)) + 1 if val_losses else epochs_trained
 
-    # 3. Decode dev and test with the best checkpoint; score.
+    # 3. Decode dev and test with the best checkpoint (or the average of the epochs ending at
+    #    it); score.
     best_model = runs.load_model_file(run_dir / runs.MODEL_FILE)
+    if config.average_checkpoints > 1:
+        _average_checkpoints(best_model, run_dir, best_epoch, config.average_checkpoints)
     aligner = SlotAligner.from_entries(train_entries)  # mined from train references only
     aligner.save(run_dir / runs.ALIGNER_FILE)
     decode = decoder_for(best_model, preprocessor, config, aligner)
@@ -331,6 +339,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
         "data_seconds": data_seconds,
         "train_seconds": train_seconds,
         "epochs_trained": epochs_trained,
+        "best_epoch": best_epoch,
         "steps_per_epoch": steps_per_epoch,
         "train_examples": len(train_examples),
         "train_examples_per_second": len(train_examples) * epochs_trained / max(train_seconds, 1e-9),
@@ -344,6 +353,14 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     backup.delete()  # the run is complete: a rerun starts afresh
     logger.info("Done in %.1f min; outputs in %s", timing["total_seconds"] / 60, run_dir)
     return {**results, "timing": timing, "run_dir": str(run_dir)}
+
+
+def _average_checkpoints(model, run_dir, best_epoch, k):
+    """Averages the epoch weights ending at `best_epoch` into `model` and saves it as the run's
+    model file (atomically; idempotent, so a rerun after a kill gives the same file)."""
+    epochs = averaging.average_epoch_weights(model, run_dir / averaging.EPOCH_WEIGHTS_DIR, best_epoch, k)
+    logger.info("Decoding the average of epochs %s", epochs)
+    checkpoints.atomic_save_model(model, run_dir / runs.MODEL_FILE)
 
 
 def _resume_metadata(config):
@@ -388,6 +405,12 @@ def decode_run(run_dir, data_dir=None, **decoding):
     run_dir = pathlib.Path(run_dir)
     model, preprocessor, config = runs.load_run(run_dir)
     config = dataclasses.replace(config, **decoding)
+    if config.average_checkpoints > 1 or (run_dir / averaging.EPOCH_WEIGHTS_DIR).is_dir():
+        timing_file = run_dir / runs.TIMING_FILE
+        best_epoch = json.loads(timing_file.read_text(encoding="utf-8")).get("best_epoch") if timing_file.is_file() else None
+        if best_epoch is None:
+            raise ValueError(f"{timing_file}: expected the run's best_epoch, to average the epochs ending at it.")
+        _average_checkpoints(model, run_dir, int(best_epoch), config.average_checkpoints)
     aligner = runs.load_aligner(run_dir)
     if aligner is None:
         aligner = SlotAligner.from_entries(runs.load_split("train", data_dir, config.max_train_entries, config.seed))
