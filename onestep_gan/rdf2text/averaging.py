@@ -6,18 +6,22 @@ that end at the best epoch (by dev loss).
   still need.
 - `average_into(model, files)`: sets `model`'s float weights to the mean of the files'.
 - `averaged_epochs(best_epoch, k)` / `average_epoch_weights(model, folder, best_epoch, k)`: the
-  window and the averaging that `mle.train_and_evaluate` and `mle.decode_run` use.
+  window and the averaging that `mle.train_and_evaluate` uses; `average_run(model, run_dir, k)`
+  the same for a finished run (`mle.decode_run`, `examples/webnlg_decoding_sweep.py`).
 
 Averaging the last few checkpoints is a cheap ensemble of points along the end of the
 optimisation path (Vaswani et al., 2017 average the last 5 or 20 checkpoints; Popel & Bojar,
 2018, "Training Tips for the Transformer Model", section 4.10).
 """
 
+import json
 import os
 import pathlib
 
 import keras
 import numpy as np
+
+from onestep_gan.rdf2text import runs
 
 EPOCH_WEIGHTS_DIR = "epoch_weights"
 
@@ -79,6 +83,24 @@ def average_into(model, files):
         for weight in total
     ])
     return model
+
+
+def run_best_epoch(run_dir):
+    """The best epoch of a finished MLE run, as `mle.train_and_evaluate` wrote it in `timing.json`."""
+    timing_file = pathlib.Path(run_dir) / runs.TIMING_FILE
+    try:
+        return int(json.loads(timing_file.read_text(encoding="utf-8"))["best_epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(
+            f"{timing_file}: expected the finished run's timing with its best_epoch, to average the "
+            "epochs ending at it."
+        ) from None
+
+
+def average_run(model, run_dir, k):
+    """Averages the `k` epochs of a finished MLE run ending at its best epoch into `model`."""
+    run_dir = pathlib.Path(run_dir)
+    return average_epoch_weights(model, run_dir / EPOCH_WEIGHTS_DIR, run_best_epoch(run_dir), k)
 
 
 def average_epoch_weights(model, folder, best_epoch, k):

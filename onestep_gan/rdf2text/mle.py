@@ -406,11 +406,9 @@ def decode_run(run_dir, data_dir=None, **decoding):
     model, preprocessor, config = runs.load_run(run_dir)
     config = dataclasses.replace(config, **decoding)
     if config.average_checkpoints > 1 or (run_dir / averaging.EPOCH_WEIGHTS_DIR).is_dir():
-        timing_file = run_dir / runs.TIMING_FILE
-        best_epoch = json.loads(timing_file.read_text(encoding="utf-8")).get("best_epoch") if timing_file.is_file() else None
-        if best_epoch is None:
-            raise ValueError(f"{timing_file}: expected the run's best_epoch, to average the epochs ending at it.")
-        _average_checkpoints(model, run_dir, int(best_epoch), config.average_checkpoints)
+        epochs = averaging.average_run(model, run_dir, config.average_checkpoints)
+        logger.info("Decoding the average of epochs %s", epochs)
+        checkpoints.atomic_save_model(model, run_dir / runs.MODEL_FILE)
     aligner = runs.load_aligner(run_dir)
     if aligner is None:
         aligner = SlotAligner.from_entries(runs.load_split("train", data_dir, config.max_train_entries, config.seed))
