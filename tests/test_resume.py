@@ -115,3 +115,64 @@ def test_damaged_backup_is_reported_with_its_name(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert "training_state.npz" in err[0] and "damaged" in err[0] and "Delete" in err[0]
+
+
+# The adversarial stage (issue 11, part b): the same promise, from a finished MLE run.
+
+ADVERSARIAL_CHILD = pathlib.Path(__file__).with_name("resume_adversarial_child.py")
+
+
+def run_adversarial_child(mle_run_dir, run_dir, kill=None):
+    argv = [sys.executable, str(ADVERSARIAL_CHILD), str(mle_run_dir), str(run_dir), str(FIXTURE_2017)]
+    env = {**os.environ, "PYTHONPATH": str(CHILD.parents[1])}
+    result = subprocess.run(argv + ([kill] if kill else []), capture_output=True, text=True, timeout=300, env=env)
+    expected = -signal.SIGKILL if kill else 0
+    assert result.returncode == expected, (kill, result.returncode, result.stderr[-3000:])
+    return result.stdout + result.stderr
+
+
+def adversarial_outcome(run_dir):
+    import onestep_gan.rdf2text  # noqa: F401  (registers the models for load_model)
+
+    summary = json.loads((run_dir / "adversarial_summary.json").read_text())
+    return {
+        "weights": [
+            keras.saving.load_model(run_dir / name, compile=False).get_weights()
+            for name in ("generator.keras", "discriminator.keras")
+        ],
+        "hypotheses": [(run_dir / f"adversarial_{name}_hypotheses.txt").read_text() for name in ("dev", "test")],
+        "scores": [json.loads((run_dir / f"adversarial_{name}_scores.json").read_text()) for name in ("dev", "test")],
+        "discriminator": summary["discriminator"],
+        "steps": summary["timing"]["adversarial_steps"],
+        "log": (run_dir / "adversarial_log.csv").read_text(),
+    }
+
+
+@pytest.fixture(scope="module")
+def adversarial_reference(reference, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("adversarial_reference")
+    run_adversarial_child(reference, run_dir)
+    return run_dir
+
+
+@pytest.mark.slow
+def test_adversarial_rerun_after_kills_equals_the_uninterrupted_run(reference, adversarial_reference, tmp_path):
+    """kill -9 mid-epoch 2, during epoch 2's generator save and while decoding test; each rerun
+    continues the run (no pretraining again, no epoch redone but the unfinished one), and the
+    last ends with the weights, hypotheses, scores, D accuracies and log of an uninterrupted run."""
+    run_dir = tmp_path / "gan"
+    run_adversarial_child(reference, run_dir, kill="batch:2:1")
+    after_mid_epoch = run_adversarial_child(reference, run_dir, kill="generator-save:1")
+    after_save = run_adversarial_child(reference, run_dir, kill="decode:2")
+    after_decoding = run_adversarial_child(reference, run_dir)
+    for log in (after_mid_epoch, after_save):
+        assert "Epoch 2/3" in log and "Epoch 1/3" not in log
+    assert "Epoch " not in after_decoding
+    got, expected = adversarial_outcome(run_dir), adversarial_outcome(adversarial_reference)
+    for got_weights, expected_weights in zip(got.pop("weights"), expected.pop("weights")):
+        assert len(got_weights) == len(expected_weights)
+        for a, b in zip(got_weights, expected_weights):
+            np.testing.assert_array_equal(a, b)
+    assert got == expected
+    assert not (run_dir / "backup").exists()
+    assert not list(run_dir.glob(".*partial*"))
