@@ -256,7 +256,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
         run_dir: output folder; rerunning on an interrupted run finishes the same run. It gets
             the MLE run's `config.json` and `vocabulary.json`, so `runs.load_run` (and the CLI's
             `generate` / `evaluate`) read it like an MLE run.
-        data_dir: the WebNLG folder; None reads `$WEBNLG_DIR`.
+        data_dir: the WebNLG folder; None: `$WEBNLG_DIR`, else the corpus `webnlg.download_webnlg()` fetches.
 
     Returns `{"mle": test scores, "adversarial": test scores, "discriminator": accuracies,
     "timing": {...}}`.
