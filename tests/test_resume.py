@@ -176,3 +176,27 @@ def test_adversarial_rerun_after_kills_equals_the_uninterrupted_run(reference, a
     assert got == expected
     assert not (run_dir / "backup").exists()
     assert not list(run_dir.glob(".*partial*"))
+
+
+def test_backup_restores_extra_state_and_skips_saves_while_told(tmp_path):
+    """`TrainingBackup(extra=..., skip_if=...)`, as the adversarial stage uses them: what the job
+    computed before `fit` comes back on resume; no save after a divergence."""
+    from onestep_gan.rdf2text import checkpoints
+
+    def compiled_model():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    x, y = np.ones((4, 2)), np.ones((4, 1))
+    diverged = [False]
+    backup = checkpoints.TrainingBackup(tmp_path / "backup", skip_if=lambda: diverged[0])
+    backup.extra = {"accuracy": {"real_accuracy": 0.5}}
+    compiled_model().fit(x, y, epochs=1, verbose=0, callbacks=[backup])
+    saved = backup.path.read_bytes()
+    diverged[0] = True
+    backup.model.fit(x, y, epochs=2, initial_epoch=1, verbose=0, callbacks=[backup])
+    assert backup.path.read_bytes() == saved
+    restored = checkpoints.TrainingBackup(tmp_path / "backup")
+    assert restored.restore(compiled_model()) == 1
+    assert restored.extra == {"accuracy": {"real_accuracy": 0.5}}
