@@ -209,7 +209,8 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
 
     Args:
         config: an `MLEConfig`.
-        data_dir: the WebNLG folder (holding train/dev/test); None reads `$WEBNLG_DIR`.
+        data_dir: the WebNLG folder (holding train/dev/test); None: `$WEBNLG_DIR`, else the corpus
+            `webnlg.download_webnlg()` fetches.
         run_dir: output folder, created if missing. Rerunning on the folder of an interrupted
             run resumes training at the epoch where it stopped.
 
