@@ -5,10 +5,11 @@
 1. load WebNLG train/dev/test, build the `TextPreprocessor` (vocabulary from train only), encode;
 2. `model.compile` + `model.fit` on the bucketed `tf.data` pipeline with label-smoothed
    cross-entropy that ignores PAD, Adam with linear warmup then cosine decay, and the
-   Keras callbacks `ModelCheckpoint(save_best_only=True)` on the dev loss, `BackupAndRestore`
-   (rerunning an interrupted run resumes at the epoch where it stopped), `TensorBoard`,
-   `EarlyStopping` and `SampleGenerationLogger` (a few dev generations per epoch);
-3. reload the best checkpoint, mine a `SlotAligner` from the train references, decode dev and
+   callbacks `AtomicModelCheckpoint(save_best_only=True)` on the dev loss, `TrainingBackup`
+   (rerunning an interrupted run resumes at the epoch where it stopped; checkpoints.py),
+   `EpochWeights` when checkpoints are averaged (averaging.py), `TensorBoard`, `EarlyStopping`
+   and `SampleGenerationLogger` (a few dev generations per epoch);
+3. reload the best checkpoint (or average the epochs ending at it), mine a `SlotAligner` from the train references, decode dev and
    test (beam search whose candidates are reranked by slot errors, by default), relexicalise,
    detokenise and score with `evaluation.write_report` (BLEU, chrF++, coverage, slot errors).
 
