@@ -120,15 +120,35 @@ def text_gan_family(batch_size=32, model_dim=128, layers=2, target_length=48, so
         )
         return generator, sampler, discriminator
 
-    def make_onestep(feedback_gradient):
-        generator, sampler, discriminator = parts(feedback_gradient)
+    def make_trainers(feedback_gradient):
+        return text_gan_trainers(functools.partial(parts, feedback_gradient), sources)
+
+    name = f"text GAN d={model_dim} {layers}+{layers} b={batch_size} T={target_length}"
+    mle_batch = ({"source": sources, "target": texts}, texts)
+    cases = []
+    for feedback_gradient, mode in ((True, "full"), (False, "no-feedback")):
+        make_onestep, make_alternating, make_mle = make_trainers(feedback_gradient)
+        cases.append((f"{name} {mode}", make_onestep, make_alternating, (sources, texts), make_mle, mle_batch))
+    return cases
+
+
+def text_gan_trainers(parts, sources):
+    """`(make_onestep, make_alternating, make_mle)`: compiled trainers over fresh `parts()`.
+
+    `parts() -> (generator, sampler, discriminator)` builds a `TransformerGenerator`, a
+    `TextSampler` over it and a `TextDiscriminator` (seeded: every call gives the same
+    weights). The GANs use the hinge loss and Adam, the MLE model the label-smoothed loss.
+    """
+
+    def make_onestep():
+        generator, sampler, discriminator = parts()
         gan = onestep_gan.OneStepGAN(sampler, discriminator, loss="hinge", seed=SEED)
         gan(sources)  # build G and D before compile: the optimizer is then built eagerly
         gan.compile(optimizer=_adam())
         return gan
 
-    def make_alternating(feedback_gradient):
-        generator, sampler, discriminator = parts(feedback_gradient)
+    def make_alternating():
+        generator, sampler, discriminator = parts()
         gan = onestep_gan.AlternatingGAN(sampler, discriminator, loss="hinge", seed=SEED)
         gan(sources)
         gan.compile(discriminator_optimizer=_adam(), generator_optimizer=_adam())
@@ -137,23 +157,11 @@ def text_gan_family(batch_size=32, model_dim=128, layers=2, target_length=48, so
     def make_mle():
         from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy
 
-        generator, _, _ = parts(True)
-        generator.compile(optimizer=_adam(), loss=LabelSmoothedSparseCrossEntropy())
+        generator, _, _ = parts()
+        generator.compile(optimizer=_adam(), loss=LabelSmoothedSparseCrossEntropy(ignore_class=generator.pad_id))
         return generator
 
-    name = f"text GAN d={model_dim} {layers}+{layers} b={batch_size} T={target_length}"
-    mle_batch = ({"source": sources, "target": texts}, texts)
-    cases = []
-    for feedback_gradient, mode in ((True, "full"), (False, "no-feedback")):
-        cases.append((
-            f"{name} {mode}",
-            functools.partial(make_onestep, feedback_gradient),
-            functools.partial(make_alternating, feedback_gradient),
-            (sources, texts),
-            make_mle,
-            mle_batch,
-        ))
-    return cases
+    return make_onestep, make_alternating, make_mle
 
 
 # name -> fn(args) -> cases; each family reads the command-line options it needs.
@@ -176,20 +184,33 @@ def _run_steps(model, batch, steps):
     return 1000.0 * (time.perf_counter() - start) / steps
 
 
+def time_interleaved(models, repeats, steps, warmup):
+    """Milliseconds per step of each model, `repeats` rounds each, the models interleaved.
+
+    `models`: name -> `(model, batch)`. Each model is warmed up first (tracing, the optimizer's
+    build); every round then times `steps` steps of each model, in an order rotated by one
+    from round to round, so that drift in machine load hits all alike. Returns name -> list
+    of the rounds' milliseconds per step.
+    """
+    if warmup:
+        for model, batch in models.values():
+            _run_steps(model, batch, warmup)
+    times = {name: [] for name in models}
+    names = list(models)
+    for round_index in range(repeats if names else 0):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            model, batch = models[name]
+            times[name].append(_run_steps(model, batch, steps))
+    return times
+
+
 def time_pair(make_onestep, make_alternating, batch, repeats, steps, warmup):
     """Median ms per update of both trainers, timed in interleaved rounds."""
-    onestep, alternating = make_onestep(), make_alternating()
-    for model in (onestep, alternating):
-        _run_steps(model, batch, warmup)  # traces the train function, builds the optimizer
-    onestep_times, alternating_times = [], []
-    for round_index in range(repeats):
-        # Swap which goes first every round, so neither always follows the other.
-        order = [(onestep, onestep_times), (alternating, alternating_times)]
-        if round_index % 2:
-            order.reverse()
-        for model, times in order:
-            times.append(_run_steps(model, batch, steps))
-    return statistics.median(onestep_times), statistics.median(alternating_times)
+    times = time_interleaved(
+        {"onestep": (make_onestep(), batch), "alternating": (make_alternating(), batch)}, repeats, steps, warmup
+    )
+    return statistics.median(times["onestep"]), statistics.median(times["alternating"])
 
 
 def peak_memory_line():

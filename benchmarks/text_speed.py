@@ -31,8 +31,12 @@ from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.vocabulary import Vocabulary
 
 
-def measure_training(config, examples, preprocessor, train_steps):
-    """Examples/s of `model.fit` over `train_steps` batches, after a 2-step `fit` that traces."""
+def training_speeds(config, examples, preprocessor, train_steps, rounds=1):
+    """Examples/s of `model.fit` over the same `train_steps` batches, once per round.
+
+    An untimed pass over the batches first traces (compiles) the train step for every batch
+    shape. Returns `(model, [examples/s of each round], number of parameters)`.
+    """
     dataset = datasets.make_training_dataset(
         examples, config.batch_size, seed=config.seed, bucket_boundaries=config.bucket_boundaries,
         **preprocessor.special_ids,
@@ -41,30 +45,38 @@ def measure_training(config, examples, preprocessor, train_steps):
     examples_per_pass = sum(int(labels.shape[0]) for _, labels in batches)  # also fills the cache
     model = build_model(config, preprocessor)
     model.build()
-    compile_model(model, config, total_steps=10 * train_steps)
-    model.fit(batches.repeat(), steps_per_epoch=2, shuffle=False, verbose=0)  # traces the train step
-    start = time.perf_counter()
-    model.fit(batches, shuffle=False, verbose=0)
-    seconds = time.perf_counter() - start
-    return model, examples_per_pass / seconds, model.count_params()
+    compile_model(model, config, total_steps=(rounds + 1) * train_steps)
+    model.fit(batches, shuffle=False, verbose=0)  # traces the train step for every shape
+    speeds = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        model.fit(batches, shuffle=False, verbose=0)
+        speeds.append(examples_per_pass / (time.perf_counter() - start))
+    return model, speeds, model.count_params()
 
 
-def measure_decoding(model, examples, method, use_cache, batch_size, beam_width, max_length):
-    """Sentences/s of `decoding.generate` (compiled); tracing (once per shape) is not timed."""
-    generate_function = make_generate_function(
-        model, method=method, beam_width=beam_width, max_length=max_length, use_cache=use_cache
-    )
-    batches = list(datasets.source_batches(examples, batch_size, pad_id=model.pad_id))
-    traced_shapes = set()
-    for source_ids, _ in batches:  # trace every shape before timing
-        if source_ids.shape not in traced_shapes:
-            generate_function(source_ids)
-            traced_shapes.add(source_ids.shape)
-    start, sentences = time.perf_counter(), 0
-    for source_ids, indices in batches:
-        keras.ops.convert_to_numpy(generate_function(source_ids))
-        sentences += len(indices)
-    return sentences / (time.perf_counter() - start)
+def decoding_speeds(generate_functions, examples, batch_size, pad_id, rounds=1):
+    """Sentences/s of compiled decoders, `rounds` rounds each, the decoders interleaved.
+
+    `generate_functions`: name -> a `make_generate_function` decoder. Tracing (once per
+    shape) is not timed. Returns name -> [sentences/s of each round].
+    """
+    batches = list(datasets.source_batches(examples, batch_size, pad_id=pad_id))
+    one_batch_per_shape = {source_ids.shape: source_ids for source_ids, _ in batches}.values()
+    for function in generate_functions.values():
+        for source_ids in one_batch_per_shape:  # traces every shape before timing
+            keras.ops.convert_to_numpy(function(source_ids))
+    speeds = {name: [] for name in generate_functions}
+    names = list(generate_functions)
+    for round_index in range(rounds):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            start, sentences = time.perf_counter(), 0
+            for source_ids, indices in batches:
+                keras.ops.convert_to_numpy(generate_functions[name](source_ids))
+                sentences += len(indices)
+            speeds[name].append(sentences / (time.perf_counter() - start))
+    return speeds
 
 
 def main():
@@ -104,7 +116,7 @@ def main():
     preprocessor = TextPreprocessor(Vocabulary(tokens + extra), config.max_source_length, config.max_target_length)
     vocabulary_size = preprocessor.vocabulary_size
 
-    model, train_speed, parameters = measure_training(config, train_examples, preprocessor, args.train_steps)
+    model, (train_speed,), parameters = training_speeds(config, train_examples, preprocessor, args.train_steps)
     print(
         f"model_dim={config.model_dim} layers={config.num_encoder_layers}+{config.num_decoder_layers} "
         f"ff={config.feedforward_dim} vocabulary={vocabulary_size} parameters={parameters:,} "
@@ -113,23 +125,23 @@ def main():
     print(f"MLE training: {train_speed:.1f} examples/s "
           f"(one WebNLG 2017 epoch of 18,102 examples: {18102 / train_speed / 60:.1f} min)")
 
-    rows = []
-    for method in ("greedy", "beam"):
-        speeds = {}
-        for use_cache in (True, False):
-            if not use_cache and args.skip_uncached:
-                speeds[use_cache] = float("nan")
-                continue
-            speeds[use_cache] = measure_decoding(
-                model, decode_examples, method, use_cache, args.decode_batch_size,
-                args.beam_width, min(args.max_length, config.max_target_length),
-            )
-        rows.append((method, speeds[True], speeds[False]))
+    max_length = min(args.max_length, config.max_target_length)
+    decoders = {
+        (method, use_cache): make_generate_function(
+            model, method=method, beam_width=args.beam_width, max_length=max_length, use_cache=use_cache
+        )
+        for method in ("greedy", "beam")
+        for use_cache in (True, False)
+        if use_cache or not args.skip_uncached
+    }
+    speeds = decoding_speeds(decoders, decode_examples, args.decode_batch_size, model.pad_id)
     print(f"\nDecoding {len(decode_examples)} sentences, batch {args.decode_batch_size}, "
           f"beam {args.beam_width}, up to {args.max_length} tokens (untrained model: worst case)")
     print(f"| {'method':<8} | {'cached sent/s':>13} | {'uncached sent/s':>15} | {'speed-up':>8} |")
     print(f"|{'-' * 10}|{'-' * 15}:|{'-' * 17}:|{'-' * 10}:|")
-    for method, cached, uncached in rows:
+    for method in ("greedy", "beam"):
+        cached = speeds[(method, True)][0]
+        uncached = speeds.get((method, False), [float("nan")])[0]
         print(f"| {method:<8} | {cached:13.2f} | {uncached:15.2f} | {cached / uncached:7.1f}x |")
 
 

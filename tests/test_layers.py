@@ -1,12 +1,14 @@
 """Shared layers: a causal decoder block ignores later tokens, a bidirectional one does not;
-a bidirectional block has no decode step; configs round-trip."""
+a bidirectional block has no decode step; configs round-trip; attention over a heads-first
+cache gives `attend`'s values and gradients."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from onestep_gan.rdf2text.layers import TransformerDecoderBlock
+from onestep_gan.gradients import value_and_gradients
+from onestep_gan.rdf2text.layers import CachedMultiHeadAttention, TransformerDecoderBlock
 
 
 def _outputs_before_and_after_changing_the_last_token(causal):
@@ -42,3 +44,34 @@ def test_bidirectional_block_has_no_decode_step_and_causal_round_trips():
     assert TransformerDecoderBlock(8, 2, 16).get_config()["causal"] is True
     with pytest.raises(ValueError, match="causal=1"):
         TransformerDecoderBlock(8, 2, 16, causal=1)
+
+
+def test_heads_first_attention_equals_attend_in_values_and_gradients():
+    """The decode cache's layout (`project_key_value_heads_first` + `attend_heads_first`) computes
+    what `attend` computes; on TensorFlow bit for bit (the same products of the same operands)."""
+    attention = CachedMultiHeadAttention(num_heads=2, key_dim=4)
+    attention.build((None, None, 8), (None, None, 8))
+    query = keras.Variable(keras.random.normal((3, 1, 8), seed=1))
+    memory = keras.Variable(keras.random.normal((3, 5, 8), seed=2))
+    mask = ops.convert_to_tensor(np.arange(5)[None, None, :] < np.array([5, 3, 1])[:, None, None])
+
+    def loss(attend, project):
+        outputs = attend(attention.project_query(query), *project(memory), attention_mask=mask)
+        return ops.sum(outputs * ops.arange(8, dtype="float32")), outputs
+
+    variables = [query, memory] + attention.trainable_variables
+    results = [
+        value_and_gradients(lambda: loss(attend, project), variables, has_aux=True)
+        for attend, project in (
+            (attention.attend, attention.project_key_value),
+            (attention.attend_heads_first, attention.project_key_value_heads_first),
+        )
+    ]
+    (_, outputs), gradients = results[0]
+    (_, heads_first_outputs), heads_first_gradients = results[1]
+    exact = keras.backend.backend() == "tensorflow"
+    compare = np.testing.assert_array_equal if exact else lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6)
+    compare(ops.convert_to_numpy(outputs), ops.convert_to_numpy(heads_first_outputs))
+    assert len(gradients) == len(variables) == 10
+    for gradient, heads_first_gradient in zip(gradients, heads_first_gradients):
+        compare(ops.convert_to_numpy(gradient), ops.convert_to_numpy(heads_first_gradient))

@@ -49,8 +49,10 @@ def test_cached_decode_step_equals_full_call_at_every_position(model):
     full_logits = _logits(model)
     memory, source_mask = model.encode(SOURCE)
     cache = model.init_cache(memory, source_mask, max_length=6)
-    assert tuple(cache["layers"][0]["self_attention_keys"].shape) == (2, 6, 2, 4)
-    assert tuple(cache["layers"][1]["cross_attention_keys"].shape) == (2, 5, 2, 4)
+    # Heads first: keys (batch, heads, head_dim, length), values (batch, heads, length, head_dim).
+    assert tuple(cache["layers"][0]["self_attention_keys"].shape) == (2, 2, 4, 6)
+    assert tuple(cache["layers"][0]["self_attention_values"].shape) == (2, 2, 6, 4)
+    assert tuple(cache["layers"][1]["cross_attention_keys"].shape) == (2, 2, 4, 5)
     for step in range(6):
         step_logits, cache = model.decode_step(TARGET[:, step], ops.convert_to_tensor(step), cache)
         np.testing.assert_allclose(step_logits, full_logits[:, step], atol=1e-5)

@@ -204,6 +204,60 @@ class DiscriminatorPretrainer(keras.Model):
 
 
 # ------------------------------------------------------------------------- stage
+def build_gan_parts(config, transformer, preprocessor):
+    """`(sampler, discriminator)` of the stage: a `TextSampler` over `transformer` and a fresh
+    `TextDiscriminator`, sized by `config` (an `AdversarialConfig`)."""
+    schedule = LinearSchedule(
+        config.inverse_temperature_start, config.inverse_temperature_end, num_steps=config.adversarial_steps
+    )
+    sampler = TextSampler(
+        transformer,
+        max_length=config.max_length,
+        schedule=schedule,
+        seed=config.seed,
+        feedback_gradient=config.feedback_gradient,
+    )
+    discriminator = TextDiscriminator(
+        vocabulary_size=preprocessor.vocabulary_size,
+        max_source_length=preprocessor.max_source_length,
+        max_target_length=config.max_length,  # D reads the sampler's texts: max_length tokens
+        model_dim=config.discriminator_dim,
+        num_heads=config.discriminator_heads,
+        feedforward_dim=config.discriminator_feedforward_dim,
+        num_layers=config.discriminator_layers,
+        dropout=config.discriminator_dropout,
+        pad_id=preprocessor.pad_id,
+    )
+    return sampler, discriminator
+
+
+def build_one_step_gan(config, sampler, discriminator, hard_negatives=None):
+    """The stage's compiled `OneStepGAN`: GAN loss, MLE term on G, hard-negative term on D
+    (with `hard_negatives`, a `HardNegatives`), TTUR and clipping, all as `config` says."""
+    transformer = sampler.generator
+    gan = onestep_gan.OneStepGAN(
+        sampler,
+        discriminator,
+        loss=config.loss,
+        lam=config.adversarial_weight,
+        seed=config.seed,
+        generator_extra_loss=mle_term(transformer, config.mle_weight, config.label_smoothing)
+        if config.mle_weight > 0 else None,
+        discriminator_extra_loss=hard_negative_term(
+            discriminator, hard_negatives, config.loss, config.hard_negative_weight
+        ) if hard_negatives is not None else None,
+    )
+    gan.compile(
+        optimizer=onestep_gan.GANOptimizer(
+            keras.optimizers.Adam(
+                config.discriminator_learning_rate, beta_1=0.5, beta_2=0.999, clipnorm=config.gradient_clip_norm
+            ),
+            generator_learning_rate_ratio=config.generator_learning_rate_ratio,
+        )
+    )
+    return gan
+
+
 class SaveGANParts(keras.callbacks.Callback):
     """Saves the generator and discriminator as `.keras` files at every epoch end (atomically).
 
@@ -302,27 +356,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
         )
         return {name: float(results[name]) for name in pretrainer.trackers}
 
-    schedule = LinearSchedule(
-        config.inverse_temperature_start, config.inverse_temperature_end, num_steps=config.adversarial_steps
-    )
-    sampler = TextSampler(
-        transformer,
-        max_length=config.max_length,
-        schedule=schedule,
-        seed=config.seed,
-        feedback_gradient=config.feedback_gradient,
-    )
-    discriminator = TextDiscriminator(
-        vocabulary_size=preprocessor.vocabulary_size,
-        max_source_length=preprocessor.max_source_length,
-        max_target_length=config.max_length,  # D reads the sampler's texts: max_length tokens
-        model_dim=config.discriminator_dim,
-        num_heads=config.discriminator_heads,
-        feedforward_dim=config.discriminator_feedforward_dim,
-        num_layers=config.discriminator_layers,
-        dropout=config.discriminator_dropout,
-        pad_id=preprocessor.pad_id,
-    )
+    sampler, discriminator = build_gan_parts(config, transformer, preprocessor)
     # Built now rather than on its first call in pretraining, which a resumed run skips: the
     # backup's variables must meet the same variables.
     discriminator([
@@ -352,26 +386,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     sampler.trainable = True
 
     # 2. Adversarial fine-tuning: one model, one loss, plain fit.
-    gan = onestep_gan.OneStepGAN(
-        sampler,
-        discriminator,
-        loss=config.loss,
-        lam=config.adversarial_weight,
-        seed=config.seed,
-        generator_extra_loss=mle_term(transformer, config.mle_weight, config.label_smoothing)
-        if config.mle_weight > 0 else None,
-        discriminator_extra_loss=hard_negative_term(
-            discriminator, hard_negatives, config.loss, config.hard_negative_weight
-        ) if hard_negatives is not None else None,
-    )
-    gan.compile(
-        optimizer=onestep_gan.GANOptimizer(
-            keras.optimizers.Adam(
-                config.discriminator_learning_rate, beta_1=0.5, beta_2=0.999, clipnorm=config.gradient_clip_norm
-            ),
-            generator_learning_rate_ratio=config.generator_learning_rate_ratio,
-        )
-    )
+    gan = build_one_step_gan(config, sampler, discriminator, hard_negatives)
     gan.build()  # G and D are built already
     initial_epoch = backup.restore(gan)  # 0 for a new run; raises on a damaged backup
     accuracy = dict(backup.extra["accuracy"])

@@ -147,18 +147,41 @@ class CachedMultiHeadAttention(keras.layers.Layer):
     def project_key_value(self, value):
         return self.key_dense(value), self.value_dense(value)  # 2 x (batch, key_len, heads, key_dim)
 
-    def attend(self, query_heads, key_heads, value_heads, attention_mask=None):
-        """Attention over already projected heads; returns `(batch, query_len, dim)`."""
-        query_heads = query_heads * ops.cast(1.0 / math.sqrt(self.key_dim), query_heads.dtype)
-        attention_scores = ops.einsum("bqhk,bthk->bhqt", query_heads, key_heads)
+    def project_key_value_heads_first(self, value):
+        """Keys `(batch, heads, key_dim, key_len)` and values `(batch, heads, key_len, key_dim)`:
+        the layouts `attend_heads_first` multiplies as they are (a decode cache keeps them)."""
+        key_heads, value_heads = self.project_key_value(value)
+        return ops.transpose(key_heads, (0, 2, 3, 1)), ops.transpose(value_heads, (0, 2, 1, 3))
+
+    def _attention_weights(self, attention_scores, attention_mask):
         if attention_mask is not None:
             attention_mask = ops.expand_dims(attention_mask, axis=1)  # (batch, 1, query, key)
             attention_scores = ops.where(
                 attention_mask, attention_scores, ops.cast(_MASK_VALUE, attention_scores.dtype)
             )
-        attention_weights = ops.softmax(attention_scores, axis=-1)  # (batch, heads, query, key)
+        return ops.softmax(attention_scores, axis=-1)  # (batch, heads, query, key)
+
+    def attend(self, query_heads, key_heads, value_heads, attention_mask=None):
+        """Attention over already projected heads; returns `(batch, query_len, dim)`."""
+        query_heads = query_heads * ops.cast(1.0 / math.sqrt(self.key_dim), query_heads.dtype)
+        attention_scores = ops.einsum("bqhk,bthk->bhqt", query_heads, key_heads)
+        attention_weights = self._attention_weights(attention_scores, attention_mask)
         context = ops.einsum("bhqt,bthk->bqhk", attention_weights, value_heads)
         return self.output_dense(context)
+
+    def attend_heads_first(self, query_heads, keys, values, attention_mask=None):
+        """`attend` over keys and values in `project_key_value_heads_first`'s layouts.
+
+        A decode step attends to the whole cache: kept in these layouts, the cache enters
+        the two products without the two transposes per step and layer that `attend`'s
+        einsums make of it (TensorFlow materialises them), and TensorFlow multiplies the same
+        operands, so the values are `attend`'s bit for bit.
+        """
+        query_heads = query_heads * ops.cast(1.0 / math.sqrt(self.key_dim), query_heads.dtype)
+        query_heads = ops.transpose(query_heads, (0, 2, 1, 3))  # (batch, heads, query, key_dim)
+        attention_weights = self._attention_weights(ops.matmul(query_heads, keys), attention_mask)
+        context = ops.matmul(attention_weights, values)  # (batch, heads, query, key_dim)
+        return self.output_dense(ops.transpose(context, (0, 2, 1, 3)))
 
     def call(self, query, value, attention_mask=None):
         key_heads, value_heads = self.project_key_value(value)
@@ -335,8 +358,9 @@ class TransformerDecoderBlock(_TransformerBlock):
         self, inputs, step, layer_cache, source_padding_mask=None, training=False
     ):
         """One position. `inputs`: (batch, 1, model_dim); `layer_cache`: dict with
-        `self_attention_keys`/`self_attention_values` (batch, max_length, heads, head_dim)
-        and `cross_attention_keys`/`cross_attention_values` (batch, source_len, heads, head_dim).
+        `self_attention_keys` (batch, heads, head_dim, max_length), `self_attention_values`
+        (batch, heads, max_length, head_dim), and `cross_attention_keys` / `cross_attention_values`
+        in the same layouts over the source positions (`project_key_value_heads_first`).
         Returns `(outputs (batch, 1, model_dim), updated layer_cache)`."""
         if not self.causal:
             raise ValueError(
@@ -345,22 +369,22 @@ class TransformerDecoderBlock(_TransformerBlock):
             )
         normed = self.self_attention_norm(inputs)
         query_heads = self.self_attention.project_query(normed)
-        key_heads, value_heads = self.self_attention.project_key_value(normed)
+        key_heads, value_heads = self.self_attention.project_key_value_heads_first(normed)
         # Write position `step` with a select rather than `ops.slice_update`: on the TensorFlow
         # backend slice_update lowers to XlaDynamicUpdateSlice, which has no gradient, and the
         # Gumbel-softmax sampler backpropagates through this cache.
-        max_length = ops.shape(layer_cache["self_attention_keys"])[1]
+        max_length = ops.shape(layer_cache["self_attention_values"])[2]
         positions = ops.arange(max_length)
-        is_step = (positions == step)[None, :, None, None]  # (1, max_length, 1, 1)
-        keys = ops.where(is_step, key_heads, layer_cache["self_attention_keys"])
-        values = ops.where(is_step, value_heads, layer_cache["self_attention_values"])
+        is_step = positions == step  # (max_length,)
+        keys = ops.where(is_step[None, None, None, :], key_heads, layer_cache["self_attention_keys"])
+        values = ops.where(is_step[None, None, :, None], value_heads, layer_cache["self_attention_values"])
         self_attention_mask = (positions <= step)[None, None, :]  # (1, 1, max_length)
-        attended = self.self_attention.attend(query_heads, keys, values, self_attention_mask)
+        attended = self.self_attention.attend_heads_first(query_heads, keys, values, self_attention_mask)
         hidden = inputs + self.dropout_layer(attended, training=training)
 
         cross_mask = None if source_padding_mask is None else source_padding_mask[:, None, :]
         query_heads = self.cross_attention.project_query(self.cross_attention_norm(hidden))
-        attended = self.cross_attention.attend(
+        attended = self.cross_attention.attend_heads_first(
             query_heads,
             layer_cache["cross_attention_keys"],
             layer_cache["cross_attention_values"],

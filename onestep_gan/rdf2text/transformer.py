@@ -19,8 +19,9 @@ Two features serve the GAN trainer:
   the source positions j holding that placeholder, where `m_j` is the encoder state there (which
   has read the predicate next to it). Placeholders absent from the source get no probability,
   so the model cannot invent one (their logit is -30). The other logits are unchanged.
-- A fixed-shape cache. `init_cache` preallocates self-attention keys/values of shape
-  `(batch, max_length, heads, head_dim)` and computes the cross-attention keys/values
+- A fixed-shape cache. `init_cache` preallocates self-attention keys/values (heads first:
+  `(batch, heads, head_dim, max_length)` and `(batch, heads, max_length, head_dim)`, the layouts
+  the attention products take as they are) and computes the cross-attention keys/values
   once; `decode_step` writes position `step` with a position-mask select (differentiable,
   unlike `slice_update` on TensorFlow) and masks positions `> step`, so it runs inside
   `keras.ops.while_loop` (and under XLA) with fixed shapes.
@@ -198,9 +199,10 @@ class TransformerGenerator(TransformerBackbone):
         """Fixed-shape decode cache for `memory (batch, source_len, model_dim)`.
 
         Returns a dict: `"source_mask"` (batch, source_len) bool and `"layers"`, a list with
-        one dict per decoder block holding `self_attention_keys`/`self_attention_values`
-        (zeros, `(batch, max_length, heads, head_dim)`) and `cross_attention_keys`/
-        `cross_attention_values` (`(batch, source_len, heads, head_dim)`, computed here once).
+        one dict per decoder block holding `self_attention_keys` (zeros, `(batch, heads,
+        head_dim, max_length)`), `self_attention_values` (zeros, `(batch, heads, max_length,
+        head_dim)`) and `cross_attention_keys`/`cross_attention_values` (the same layouts over
+        `source_len`, computed here once).
         With copying it also holds `"source_ids"` and the pointer keys `"copy_keys"`.
         Every tensor has the batch as its leading axis, so beam search can reorder it.
         """
@@ -214,14 +216,15 @@ class TransformerGenerator(TransformerBackbone):
             )
         batch_size = ops.shape(memory)[0]
         head_dim = self.model_dim // self.num_heads
-        empty = ops.zeros((batch_size, max_length, self.num_heads, head_dim), dtype=memory.dtype)
+        empty_keys = ops.zeros((batch_size, self.num_heads, head_dim, max_length), dtype=memory.dtype)
+        empty_values = ops.zeros((batch_size, self.num_heads, max_length, head_dim), dtype=memory.dtype)
         layers = []
         for block in self.decoder_blocks:
-            cross_keys, cross_values = block.cross_attention.project_key_value(memory)
+            cross_keys, cross_values = block.cross_attention.project_key_value_heads_first(memory)
             layers.append(
                 {
-                    "self_attention_keys": empty,
-                    "self_attention_values": empty,
+                    "self_attention_keys": empty_keys,
+                    "self_attention_values": empty_values,
                     "cross_attention_keys": cross_keys,
                     "cross_attention_values": cross_values,
                 }
