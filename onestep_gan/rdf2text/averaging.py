@@ -7,7 +7,8 @@ that end at the best epoch (by dev loss).
 - `average_into(model, files)`: sets `model`'s float weights to the mean of the files'.
 - `averaged_epochs(best_epoch, k)` / `average_epoch_weights(model, folder, best_epoch, k)`: the
   window and the averaging that `mle.train_and_evaluate` uses; `average_run(model, run_dir, k)`
-  the same for a finished run (`mle.decode_run`, `examples/webnlg_decoding_sweep.py`).
+  the same for a finished run (`examples/webnlg_decoding_sweep.py`; `mle.decode_run` reads
+  `run_best_epoch`).
 
 Averaging the last few checkpoints is a cheap ensemble of points along the end of the
 optimisation path (Vaswani et al., 2017 average the last 5 or 20 checkpoints; Popel & Bojar,

@@ -408,9 +408,7 @@ def decode_run(run_dir, data_dir=None, **decoding):
     model, preprocessor, config = runs.load_run(run_dir)
     config = dataclasses.replace(config, **decoding)
     if config.average_checkpoints > 1 or (run_dir / averaging.EPOCH_WEIGHTS_DIR).is_dir():
-        epochs = averaging.average_run(model, run_dir, config.average_checkpoints)
-        logger.info("Decoding the average of epochs %s", epochs)
-        checkpoints.atomic_save_model(model, run_dir / runs.MODEL_FILE)
+        _average_checkpoints(model, run_dir, averaging.run_best_epoch(run_dir), config.average_checkpoints)
     aligner = runs.load_aligner(run_dir)
     if aligner is None:
         aligner = SlotAligner.from_entries(runs.load_split("train", data_dir, config.max_train_entries, config.seed))
