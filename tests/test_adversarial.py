@@ -124,3 +124,24 @@ def test_hard_negatives_fall_back_to_another_triplesets_text_and_are_scored_per_
     assert float(pretrainer.trackers["swap_accuracy"].result()) == pytest.approx(float(swap_scores[0] > 0))
     term = adversarial.hard_negative_term(discriminator, hard_negatives, "hinge", weight=2.0)
     assert float(term(source, real, None)) > 0
+
+
+def test_pretrainer_evaluates_and_fits_a_fresh_discriminator_with_dropout():
+    """D first runs in `compute_loss`, after Keras' symbolic build: on JAX its variables (the
+    dropout seeds) must exist before the stateless step, or evaluate fails."""
+    generator = TransformerGenerator(
+        12, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
+        feedforward_dim=16, num_encoder_layers=1, num_decoder_layers=1, dropout=0.1,
+    )
+    discriminator = TextDiscriminator(
+        12, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
+        feedforward_dim=16, num_layers=1, dropout=0.1,
+    )
+    pretrainer = adversarial.DiscriminatorPretrainer(TextSampler(generator, max_length=6, seed=0), discriminator)
+    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))
+    source = np.array([[4, 5, 0, 0]] * 4, dtype="int32")
+    real = np.array([[9, 3, 0, 0, 0, 0]] * 4, dtype="int32")
+    results = pretrainer.evaluate(source, real, batch_size=4, verbose=0, return_dict=True)
+    assert 0.0 <= results["accuracy"] <= 1.0 and np.isfinite(results["loss"])
+    history = pretrainer.fit(source, real, batch_size=4, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
