@@ -15,13 +15,13 @@ the model learns to copy placeholders (by a pointer over the source positions th
 and entities of the 5 categories unseen in training come back after decoding (relexicalisation). This MLE model is the starting point that the
 GAN fine-tuning of `onestep_gan` builds on.
 
-Run (corpus in $WEBNLG_DIR or `--data-dir`):
+Run (corpus in `--data-dir` or $WEBNLG_DIR, else downloaded once, pinned and verified, into the Keras cache):
 
     python examples/webnlg.py --quick --run-dir runs/webnlg_quick
     nice -n 5 python examples/webnlg.py --run-dir runs/webnlg_mle > runs/webnlg_mle.log 2>&1 &
 
 Rerunning an interrupted run with the same `--run-dir` resumes training where it stopped
-(`keras.callbacks.BackupAndRestore`). Everything lands in `--run-dir`: `config.json`,
+(`checkpoints.TrainingBackup`). Everything lands in `--run-dir`: `config.json`,
 `vocabulary.json`, `model.keras`, `{dev,test}_hypotheses.txt`, `{dev,test}_scores.{json,md}`,
 `timing.json`, `summary.md` and `tensorboard/`. The same job is `onestep-gan train`.
 """

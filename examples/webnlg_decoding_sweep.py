@@ -7,7 +7,10 @@ Expected run time on 2 CPU cores: 20-60 s per setting at the default model size.
     python examples/webnlg_decoding_sweep.py --run-dir runs/webnlg_mle --data-dir ../shared/webnlg/2017 \
         --settings 4,0.6,0 4,0.6,1 8,0.6,1 12,0.6,1 16,0.6,1
 
-Each setting is `beam_width,length_penalty,rerank` (rerank 0 or 1). Nothing is written to the run.
+Each setting is `beam_width,length_penalty,rerank` (rerank 0 or 1). `--average-checkpoints 1 3 6`
+repeats the settings with the weights averaged over that many epochs ending at the best one (a run
+trained with `--average-checkpoints K` keeps the epoch weights for windows up to K). Nothing is
+written to the run.
 """
 
 import argparse
@@ -18,7 +21,7 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from onestep_gan.rdf2text import evaluation, inference, runs  # noqa: E402
+from onestep_gan.rdf2text import averaging, evaluation, inference, runs  # noqa: E402
 from onestep_gan.rdf2text.faithfulness import SlotAligner  # noqa: E402
 from onestep_gan.rdf2text.reranking import SlotErrorReranker  # noqa: E402
 
@@ -28,6 +31,8 @@ def main():
     parser.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
     parser.add_argument("--settings", nargs="+", default=["4,0.6,0", "4,0.6,1", "8,0.6,1", "12,0.6,1"])
+    parser.add_argument("--average-checkpoints", type=int, nargs="+", default=None,
+                        help="windows to compare (default: the run's model file as it is)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -35,28 +40,38 @@ def main():
     aligner = runs.load_aligner(args.run_dir) or SlotAligner.from_entries(runs.load_split("train", args.data_dir))
     dev = runs.load_split("dev", args.data_dir, config.max_eval_entries, config.seed)
     examples = preprocessor.encode_entries(dev, for_training=False)
-    print("| beam | length penalty | rerank | BLEU-2017 | chrF++ | coverage % | slot errors % | wrong % | seconds |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
-    for setting in args.settings:
-        beam_width, length_penalty, rerank = setting.split(",")
-        beam_width, length_penalty, rerank = int(beam_width), float(length_penalty), rerank == "1"
-        generate_function = inference.make_generate_function(
-            model, method="beam", beam_width=beam_width, length_penalty=length_penalty,
-            return_candidates=rerank,
-        )
-        start = time.perf_counter()
-        texts = inference.decode_examples(
-            generate_function, examples, preprocessor, config.decode_batch_size, progress=False,
-            reranker=SlotErrorReranker(aligner) if rerank else None,
-        )
-        seconds = time.perf_counter() - start
-        scores = evaluation.evaluate_outputs(texts, dev, aligner)["all"]
-        print(
-            f"| {beam_width} | {length_penalty} | {'yes' if rerank else 'no'} | {scores['bleu_2017']:.2f} | "
-            f"{scores['chrf_pp']:.2f} | {100 * scores['entity_coverage']:.2f} | "
-            f"{100 * scores['slot_error_rate']:.2f} | {100 * scores['wrong_binding_rate']:.2f} | {seconds:.0f} |",
-            flush=True,
-        )
+    print("| averaged epochs | beam | length penalty | rerank | BLEU-2017 | chrF++ | coverage % | slot errors % | wrong % | seconds |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    for window in args.average_checkpoints or [None]:
+        averaged = "model file"
+        if window is not None:
+            epochs = averaging.average_run(model, args.run_dir, window)
+            averaged = f"{epochs[0]}-{epochs[-1]}"
+        for setting in args.settings:
+            sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged)
+
+
+def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged):
+    """Decodes dev with one `beam_width,length_penalty,rerank` setting and prints its row."""
+    beam_width, length_penalty, rerank = setting.split(",")
+    beam_width, length_penalty, rerank = int(beam_width), float(length_penalty), rerank == "1"
+    generate_function = inference.make_generate_function(
+        model, method="beam", beam_width=beam_width, length_penalty=length_penalty,
+        return_candidates=rerank,
+    )
+    start = time.perf_counter()
+    texts = inference.decode_examples(
+        generate_function, examples, preprocessor, config.decode_batch_size, progress=False,
+        reranker=SlotErrorReranker(aligner) if rerank else None,
+    )
+    seconds = time.perf_counter() - start
+    scores = evaluation.evaluate_outputs(texts, dev, aligner)["all"]
+    print(
+        f"| {averaged} | {beam_width} | {length_penalty} | {'yes' if rerank else 'no'} | {scores['bleu_2017']:.2f} | "
+        f"{scores['chrf_pp']:.2f} | {100 * scores['entity_coverage']:.2f} | "
+        f"{100 * scores['slot_error_rate']:.2f} | {100 * scores['wrong_binding_rate']:.2f} | {seconds:.0f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

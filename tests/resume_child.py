@@ -6,7 +6,10 @@ KILL (none: run to the end):
     batch:E:B       kill -9 at training batch B (1-based) of epoch E (1-based): mid-epoch
     backup-save:N   kill -9 during the N-th write of backup/training_state.npz, half written
     model-save:N    kill -9 during the N-th write of model.keras, half written
+    generator-save:N  the same for generator.keras (the adversarial stage)
     decode:N        kill -9 at the start of the N-th dev/test decoding (1 = dev, 2 = test)
+
+tests/resume_adversarial_child.py runs the adversarial stage with the same KILL points.
 
 The kill is a real SIGKILL of this process (no Python cleanup, no `finally`).
 """
@@ -41,22 +44,24 @@ def die():
 
 def install_kill(spec):
     kind, _, rest = spec.partition(":")
+    from onestep_gan.rdf2text import checkpoints
+
     if kind == "batch":
         epoch, batch = (int(part) for part in rest.split(":"))
 
-        class KillingLogger(mle.SampleGenerationLogger):
-            def on_epoch_begin(self, index, logs=None):
-                self._epoch = index + 1
+        # TrainingBackup is the last callback of both jobs: the others have seen the batch.
+        def on_epoch_begin(self, index, logs=None):
+            self._kill_epoch = index + 1
 
-            def on_train_batch_end(self, index, logs=None):
-                if (self._epoch, index + 1) == (epoch, batch):
-                    die()
+        def on_train_batch_end(self, index, logs=None):
+            if (self._kill_epoch, index + 1) == (epoch, batch):
+                die()
 
-        mle.SampleGenerationLogger = KillingLogger
-    elif kind in ("backup-save", "model-save"):
-        from onestep_gan.rdf2text import checkpoints
-
-        target, count = (checkpoints.STATE_FILE if kind == "backup-save" else "model.keras"), [int(rest)]
+        checkpoints.TrainingBackup.on_epoch_begin = on_epoch_begin
+        checkpoints.TrainingBackup.on_train_batch_end = on_train_batch_end
+    elif kind in ("backup-save", "model-save", "generator-save"):
+        targets = {"backup-save": checkpoints.STATE_FILE, "model-save": "model.keras", "generator-save": "generator.keras"}
+        target, count = targets[kind], [int(rest)]
         commit = checkpoints._commit
 
         def killing_commit(partial, path):

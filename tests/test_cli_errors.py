@@ -186,3 +186,16 @@ def test_config_bucket_default_is_the_datasets_one():
     from onestep_gan.rdf2text import config, datasets
 
     assert config.DEFAULT_BUCKET_BOUNDARIES == datasets.DEFAULT_BUCKET_BOUNDARIES
+
+
+# Item 12: a fresh machine (no --data-dir, no WEBNLG_DIR) without network.
+
+def test_train_without_data_and_without_network_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("WEBNLG_DIR", raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    monkeypatch.setenv("WEBNLG_URL", "http://127.0.0.1:9/webnlg-dataset.zip")  # nothing listens there
+    monkeypatch.setenv("WEBNLG_SHA256", "0" * 64)
+    assert cli.main(["train", "--quick", "--run-dir", str(tmp_path / "run")]) == 2
+    one_line_error(capsys, "http://127.0.0.1:9/webnlg-dataset.zip", "--data-dir")
+    assert not (tmp_path / "run").exists()
+    assert not list((tmp_path / "keras_home").rglob("*.zip*"))

@@ -123,3 +123,25 @@ def test_adversarial_dataset_layout():
         datasets.make_adversarial_dataset(
             examples, 4, max_length=5, max_source_length=4, shuffle=False, pad_id=PAD, eos_id=EOS
         )
+
+
+def test_adversarial_epochs_depend_on_seed_and_epoch_only():
+    """Exact resume of the adversarial stage: epoch e's batches are those of an uninterrupted run."""
+    examples = [EncodedExample(f"e{i}", (4 + i,), (20 + i,), {}) for i in range(5)]
+
+    def epochs(initial_epoch, seed=7):
+        dataset = datasets.make_adversarial_dataset(
+            examples, 2, max_length=3, max_source_length=2, seed=seed, pad_id=PAD, eos_id=EOS,
+            epochs=4, initial_epoch=initial_epoch, steps_per_epoch=4,
+        )
+        batches = [texts[:, 0].numpy().tolist() for _, texts in dataset]
+        return [batches[start : start + 4] for start in range(0, len(batches), 4)]
+
+    full = epochs(0)
+    assert len(full) == 4 and all(len(epoch) == 4 for epoch in full)  # 8 texts: two passes over 5
+    assert epochs(2) == full[2:]
+    assert full[0] != full[1]
+    assert epochs(0, seed=8) != full
+    assert sorted(sum(full[0], [])[:5]) == [20, 21, 22, 23, 24]  # a pass is a permutation
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        datasets.make_adversarial_dataset(examples, 2, 3, 2, pad_id=PAD, eos_id=EOS, epochs=2)

@@ -194,3 +194,11 @@ def test_empty_input_and_missing_reference_raise():
         evaluation.chrf_plus_plus(["a", "b"], [["a"], []])
     with pytest.raises(ValueError, match="'Id2' has none"):
         evaluation.evaluate_outputs(["a", "b"], [make_entry("Id1", ["a"]), make_entry("Id2", [])])
+
+
+def test_entity_coverage_counts_a_date_written_out():
+    born = [Triple("Luigi_Rossi", "birthDate", '"1950-03-12"^^xsd:date')]
+    for text in ("Luigi Rossi was born on 12 March 1950.", "Luigi Rossi was born on March 12, 1950.",
+                 "Luigi Rossi was born on 1950-03-12."):
+        assert evaluation.entity_coverage([text], [born]) == 1.0, text
+    assert evaluation.entity_coverage(["Luigi Rossi was born in 1950."], [born]) == 0.5

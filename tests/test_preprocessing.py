@@ -2,7 +2,7 @@ import pytest
 
 from onestep_gan.rdf2text.preprocessing import (
     SPECIAL_SOURCE_TOKENS, delexicalise, detokenize, linearise, normalise_entity,
-    relexicalise, split_predicate, tokenize)
+    relexicalise, split_predicate, tokenize, write_out)
 from onestep_gan.rdf2text.webnlg import Triple
 
 ALAN_BEAN = [
@@ -106,3 +106,13 @@ def test_relexicalise_round_trip_and_unknown_placeholders():
     assert relexicalise(example.target_tokens + ["ENT_9"], example.entity_map) == tokenize(
         "Alan Bean was born in Wheeler, Texas.")
     assert relexicalise(["ENT_10", "x", "ENT"], {}) == ["x", "ENT"]
+
+
+def test_relexicalise_writes_iso_dates_out_as_references_do():
+    # Train references write dates out ("12 March 1950": 410, "March 12, 1950": 326) far more
+    # often than in ISO form (126), so the output does too; other values stay as they are.
+    entity_map = {"ENT_1": "Luigi Rossi", "ENT_2": "1950-03-12", "ENT_3": "1950-13-40", "ENT_4": "4000.0"}
+    assert detokenize(relexicalise(["ENT_1", "was", "born", "on", "ENT_2", "."], entity_map)) == (
+        "Luigi Rossi was born on 12 March 1950.")
+    assert relexicalise(["ENT_3", "ENT_4"], entity_map) == ["1950-13-40", "4000.0"]  # not a date; a number
+    assert write_out("2013-09-01") == "1 September 2013" and write_out("Wheeler, Texas") == "Wheeler, Texas"

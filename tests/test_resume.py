@@ -115,3 +115,88 @@ def test_damaged_backup_is_reported_with_its_name(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert "training_state.npz" in err[0] and "damaged" in err[0] and "Delete" in err[0]
+
+
+# The adversarial stage (issue 11, part b): the same promise, from a finished MLE run.
+
+ADVERSARIAL_CHILD = pathlib.Path(__file__).with_name("resume_adversarial_child.py")
+
+
+def run_adversarial_child(mle_run_dir, run_dir, kill=None):
+    argv = [sys.executable, str(ADVERSARIAL_CHILD), str(mle_run_dir), str(run_dir), str(FIXTURE_2017)]
+    env = {**os.environ, "PYTHONPATH": str(CHILD.parents[1])}
+    result = subprocess.run(argv + ([kill] if kill else []), capture_output=True, text=True, timeout=300, env=env)
+    expected = -signal.SIGKILL if kill else 0
+    assert result.returncode == expected, (kill, result.returncode, result.stderr[-3000:])
+    return result.stdout + result.stderr
+
+
+def adversarial_outcome(run_dir):
+    import onestep_gan.rdf2text  # noqa: F401  (registers the models for load_model)
+
+    summary = json.loads((run_dir / "adversarial_summary.json").read_text())
+    return {
+        "weights": [
+            keras.saving.load_model(run_dir / name, compile=False).get_weights()
+            for name in ("generator.keras", "discriminator.keras")
+        ],
+        "hypotheses": [(run_dir / f"adversarial_{name}_hypotheses.txt").read_text() for name in ("dev", "test")],
+        "scores": [json.loads((run_dir / f"adversarial_{name}_scores.json").read_text()) for name in ("dev", "test")],
+        "discriminator": summary["discriminator"],
+        "steps": summary["timing"]["adversarial_steps"],
+        "log": (run_dir / "adversarial_log.csv").read_text(),
+    }
+
+
+@pytest.fixture(scope="module")
+def adversarial_reference(reference, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("adversarial_reference")
+    run_adversarial_child(reference, run_dir)
+    return run_dir
+
+
+@pytest.mark.slow
+def test_adversarial_rerun_after_kills_equals_the_uninterrupted_run(reference, adversarial_reference, tmp_path):
+    """kill -9 mid-epoch 2, during epoch 2's generator save and while decoding test; each rerun
+    continues the run (no pretraining again, no epoch redone but the unfinished one), and the
+    last ends with the weights, hypotheses, scores, D accuracies and log of an uninterrupted run."""
+    run_dir = tmp_path / "gan"
+    run_adversarial_child(reference, run_dir, kill="batch:2:1")
+    after_mid_epoch = run_adversarial_child(reference, run_dir, kill="generator-save:1")
+    after_save = run_adversarial_child(reference, run_dir, kill="decode:2")
+    after_decoding = run_adversarial_child(reference, run_dir)
+    for log in (after_mid_epoch, after_save):
+        assert "Epoch 2/3" in log and "Epoch 1/3" not in log
+    assert "Epoch " not in after_decoding
+    got, expected = adversarial_outcome(run_dir), adversarial_outcome(adversarial_reference)
+    for got_weights, expected_weights in zip(got.pop("weights"), expected.pop("weights")):
+        assert len(got_weights) == len(expected_weights)
+        for a, b in zip(got_weights, expected_weights):
+            np.testing.assert_array_equal(a, b)
+    assert got == expected
+    assert not (run_dir / "backup").exists()
+    assert not list(run_dir.glob(".*partial*"))
+
+
+def test_backup_restores_extra_state_and_skips_saves_while_told(tmp_path):
+    """`TrainingBackup(extra=..., skip_if=...)`, as the adversarial stage uses them: what the job
+    computed before `fit` comes back on resume; no save after a divergence."""
+    from onestep_gan.rdf2text import checkpoints
+
+    def compiled_model():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    x, y = np.ones((4, 2)), np.ones((4, 1))
+    diverged = [False]
+    backup = checkpoints.TrainingBackup(tmp_path / "backup", skip_if=lambda: diverged[0])
+    backup.extra = {"accuracy": {"real_accuracy": 0.5}}
+    compiled_model().fit(x, y, epochs=1, verbose=0, callbacks=[backup])
+    saved = backup.path.read_bytes()
+    diverged[0] = True
+    backup.model.fit(x, y, epochs=2, initial_epoch=1, verbose=0, callbacks=[backup])
+    assert backup.path.read_bytes() == saved
+    restored = checkpoints.TrainingBackup(tmp_path / "backup")
+    assert restored.restore(compiled_model()) == 1
+    assert restored.extra == {"accuracy": {"real_accuracy": 0.5}}

@@ -1,4 +1,6 @@
+import hashlib
 import pathlib
+import re
 import warnings
 import zipfile
 
@@ -62,16 +64,6 @@ def test_load_3_0_layout_text_child_and_seen_from_train():
     assert load_webnlg("dev", DATA_3_0 / "en")[0].texts == ("Aarhus Airport is the airport of Aarhus, Denmark.",)
 
 
-def test_resolve_data_dir(monkeypatch):
-    monkeypatch.delenv("WEBNLG_DIR", raising=False)
-    with pytest.raises(ValueError, match="WEBNLG_DIR"):
-        webnlg.resolve_data_dir()
-    monkeypatch.setenv("WEBNLG_DIR", str(DATA_2017))
-    assert webnlg.resolve_data_dir() == DATA_2017
-    assert webnlg.resolve_data_dir("/x") == pathlib.Path("/x")
-    assert len(load_webnlg("dev")) == 1
-
-
 def test_unknown_split_and_missing_folders(tmp_path):
     with pytest.raises(ValueError, match=r"expected one of \('train', 'dev', 'test'\).*'valid'"):
         load_webnlg("valid", DATA_2017)
@@ -109,14 +101,37 @@ def test_parse_keeps_textless_entries_on_request(tmp_path):
         ("dev/1triples/Airport/Id1", ()), ("dev/1triples/Airport/Id2", ("A text.",))]
 
 
+# The download (issue 11, items 4-6 and 12), on archives built here and served by file:// URLs.
+
+def _sha256(path):
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
+def _corpus_zip(path, compression=zipfile.ZIP_DEFLATED):
+    """A zip of the 2017 fixture laid out as the official archive: `top/webnlg_challenge_2017/...`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=compression) as zip_file:
+        for member in sorted(DATA_2017.rglob("*.xml")):
+            zip_file.write(member, pathlib.Path("webnlg-mini") / "webnlg_challenge_2017" / member.relative_to(DATA_2017))
+    return path
+
+
+def _download(archive, cache_dir, **kwargs):
+    return webnlg.download_webnlg(url=archive.as_uri(), sha256=_sha256(archive), cache_dir=str(cache_dir), **kwargs)
+
+
+def _cache_listing(cache_dir):
+    """Everything under `cache_dir/datasets`, hidden files included (as relative paths)."""
+    folder = pathlib.Path(cache_dir) / "datasets"
+    return sorted(str(path.relative_to(folder)) for path in folder.iterdir()) if folder.is_dir() else []
+
+
 def test_download_from_local_zip(tmp_path):
-    archive = tmp_path / "webnlg-mini.zip"
-    with zipfile.ZipFile(archive, "w") as zip_file:
-        for path in DATA_2017.rglob("*.xml"):
-            zip_file.write(path, pathlib.Path("webnlg-mini") / "webnlg_challenge_2017" / path.relative_to(DATA_2017))
-    data_dir = webnlg.download_webnlg(url=archive.as_uri(), cache_dir=str(tmp_path / "cache"))
+    archive = _corpus_zip(tmp_path / "webnlg-mini.zip")
+    data_dir = _download(archive, tmp_path / "cache")
     assert data_dir.name == "webnlg_challenge_2017"
     assert len(load_webnlg("test", data_dir)) == 2
+    assert _download(archive, tmp_path / "cache") == data_dir  # cached: the same folder
 
 
 def test_download_archive_without_data(tmp_path):
@@ -124,7 +139,109 @@ def test_download_archive_without_data(tmp_path):
     with zipfile.ZipFile(archive, "w") as zip_file:
         zip_file.writestr("readme.txt", "nothing")
     with pytest.raises(ValueError, match="no folder holding train/"):
+        _download(archive, tmp_path / "cache")
+    assert _cache_listing(tmp_path / "cache") == []  # nothing kept: a fixed source is fetched afresh
+
+
+def test_default_url_is_pinned_with_its_sha256():
+    """Item 6: a fixed commit, not a moving branch, and the archive's SHA-256."""
+    assert "/archive/master/" not in webnlg.DEFAULT_URL
+    assert re.fullmatch(r"https://gitlab\.com/shimorina/webnlg-dataset/-/archive/([0-9a-f]{40})/webnlg-dataset-\1\.zip",
+                        webnlg.DEFAULT_URL)
+    assert re.fullmatch(r"[0-9a-f]{64}", webnlg.DEFAULT_SHA256)
+
+
+def test_download_refuses_an_archive_that_fails_its_sha256(tmp_path):
+    """Item 6: the downloaded file is verified; what fails the check is deleted."""
+    archive = _corpus_zip(tmp_path / "webnlg-mini.zip")
+    with pytest.raises(ValueError, match=f"webnlg-mini.zip.*expected {'0' * 64}. Received: {_sha256(archive)}"):
+        webnlg.download_webnlg(url=archive.as_uri(), sha256="0" * 64, cache_dir=str(tmp_path / "cache"))
+    assert _cache_listing(tmp_path / "cache") == []
+    with pytest.raises(ValueError, match="sha256"):  # a custom URL comes with its hash
         webnlg.download_webnlg(url=archive.as_uri(), cache_dir=str(tmp_path / "cache"))
+
+
+def test_download_checks_a_cached_archive_and_replaces_a_bad_one(tmp_path):
+    """Item 6: a cached archive that fails the check is deleted and fetched afresh."""
+    archive = _corpus_zip(tmp_path / "webnlg-mini.zip")
+    cache = tmp_path / "cache"
+    cached = cache / "datasets" / archive.name
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"PK\x03\x04 stale or tampered")
+    data_dir = _download(archive, cache)
+    assert _sha256(cached) == _sha256(archive)
+    assert len(load_webnlg("test", data_dir)) == 2
+
+
+def test_download_truncated_archive_is_reported_and_deleted(tmp_path):
+    """Item 4: one line naming the archive and the cause; the bad archive and any partial
+    extraction are deleted, so a rerun after fixing the source downloads afresh."""
+    good = _corpus_zip(tmp_path / "good.zip")
+    archive = tmp_path / "source" / "webnlg-mini.zip"
+    archive.parent.mkdir()
+    archive.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError) as error:
+        _download(archive, cache)
+    message = str(error.value)
+    assert "\n" not in message and "webnlg-mini.zip" in message and "truncated" in message, message
+    assert _cache_listing(cache) == []
+    archive.write_bytes(good.read_bytes())  # the source is fixed
+    assert len(load_webnlg("test", _download(archive, cache))) == 2
+
+
+def test_download_bad_crc_is_reported_and_nothing_half_extracted_is_left(tmp_path):
+    """Item 4: a zip whose member fails its CRC: one-line error naming the archive and the
+    member, no traceback of `BadZipFile`, nothing extracted left behind."""
+    archive = _corpus_zip(tmp_path / "source" / "webnlg-mini.zip", compression=zipfile.ZIP_STORED)
+    data = bytearray(archive.read_bytes())
+    position = data.index(b"<benchmark>")  # inside the first member's stored bytes
+    data[position + 1] ^= 0x01  # <benchmark> -> <bdnchmark>: same length, wrong CRC
+    archive.write_bytes(bytes(data))
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError) as error:
+        _download(archive, cache)
+    message = str(error.value)
+    assert "\n" not in message and "webnlg-mini.zip" in message and "CRC" in message, message
+    assert _cache_listing(cache) == []
+
+
+def test_download_creates_a_missing_cache_dir(tmp_path):
+    """Item 5: a `cache_dir` that does not exist yet is created and used."""
+    archive = _corpus_zip(tmp_path / "webnlg-mini.zip")
+    cache = tmp_path / "not" / "yet" / "there"
+    data_dir = _download(archive, cache)
+    assert cache / "datasets" in data_dir.parents
+    assert (cache / "datasets" / archive.name).is_file()
+
+
+@pytest.fixture
+def fresh_machine(tmp_path, monkeypatch):
+    """No WEBNLG_DIR; the Keras cache in tmp; the corpus archive served from a file:// URL."""
+    archive = _corpus_zip(tmp_path / "served" / "webnlg-mini.zip")
+    monkeypatch.delenv("WEBNLG_DIR", raising=False)
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    monkeypatch.setenv("WEBNLG_URL", archive.as_uri())
+    monkeypatch.setenv("WEBNLG_SHA256", _sha256(archive))
+    return tmp_path / "keras_home"
+
+
+def test_without_data_dir_the_corpus_is_fetched_into_the_keras_cache(fresh_machine):
+    """Item 12: no `data_dir`, no WEBNLG_DIR: the reader fetches the (verified) corpus."""
+    assert len(load_webnlg("test")) == 2
+    assert webnlg.resolve_data_dir().is_relative_to(fresh_machine / "datasets")
+    assert (fresh_machine / "datasets" / "webnlg-mini.zip").is_file()
+
+
+def test_resolve_data_dir(monkeypatch, fresh_machine):
+    monkeypatch.setenv("WEBNLG_DIR", str(DATA_2017))
+    assert webnlg.resolve_data_dir() == DATA_2017
+    assert webnlg.resolve_data_dir(DATA_3_0) == DATA_3_0
+    monkeypatch.setenv("WEBNLG_URL", "https://example.org/webnlg.zip")
+    monkeypatch.delenv("WEBNLG_DIR")
+    monkeypatch.delenv("WEBNLG_SHA256")
+    with pytest.raises(ValueError, match="WEBNLG_SHA256"):  # a custom URL comes with its hash
+        webnlg.resolve_data_dir()
 
 
 @pytest.mark.slow

@@ -9,7 +9,14 @@ The stage, after MLE training (`mle.train_and_evaluate`):
 2. Adversarial fine-tuning: `OneStepGAN(TextSampler(transformer), discriminator)` trained by
    plain `fit` with the single loss, plus an MLE term on G inside the same loss
    (`mle_term`, which touches only G), TTUR via `GANOptimizer`, a temperature schedule,
-   `TerminateOnDivergence`, and `BackupAndRestore` so an interrupted run resumes.
+   `TerminateOnDivergence`, and `checkpoints.TrainingBackup`: rerunning an interrupted run
+   (even one stopped by `kill -9`) finishes the same run, with the weights and scores of an
+   uninterrupted one. Epoch `e` draws its batches from `(seed, e)` alone
+   (`datasets.make_adversarial_dataset(epochs=...)`), the backup holds G, D, the optimizer, every
+   seed-generator state (noise, Gumbel draws, Dropout) and the pretraining scores, and the
+   generator and discriminator files are written atomically. A finished fine-tuning phase (a run
+   killed while decoding) is not redone; a kill before the first epoch's backup redoes D's
+   pretraining, which is seeded too.
 3. Scoring: the adversarial generator decodes dev/test like the MLE one; both are reported
    side by side.
 
@@ -29,7 +36,7 @@ from keras import ops
 
 import onestep_gan
 from onestep_gan.callbacks import TerminateOnDivergence, TrainingDivergedError
-from onestep_gan.rdf2text import datasets, evaluation, runs
+from onestep_gan.rdf2text import checkpoints, datasets, evaluation, runs
 from onestep_gan.rdf2text.discriminator import TextDiscriminator, check_compatible
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.hard_negatives import NEGATIVE_TYPES, build_negatives
@@ -37,6 +44,8 @@ from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy, decoder_fo
 from onestep_gan.rdf2text.sampling import LinearSchedule, TextSampler
 
 logger = logging.getLogger(__name__)
+
+ADVERSARIAL_LOG_FILE = "adversarial_log.csv"
 
 
 # ---------------------------------------------------------------------------- MLE term
@@ -201,7 +210,7 @@ class DiscriminatorPretrainer(keras.Model):
 
 # ------------------------------------------------------------------------- stage
 class SaveGANParts(keras.callbacks.Callback):
-    """Saves the generator and discriminator as `.keras` files at every epoch end.
+    """Saves the generator and discriminator as `.keras` files at every epoch end (atomically).
 
     Keras still ends the epoch when a callback stops training mid-epoch; if `divergence`
     (a `TerminateOnDivergence`) has fired, nothing is saved, so the files keep the last
@@ -218,8 +227,20 @@ class SaveGANParts(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self.divergence is not None and self.divergence.diverged is not None:
             return
-        self.transformer.save(self.run_dir / runs.GENERATOR_FILE)
-        self.discriminator.save(self.run_dir / runs.DISCRIMINATOR_FILE)
+        checkpoints.atomic_save_model(self.transformer, self.run_dir / runs.GENERATOR_FILE)
+        checkpoints.atomic_save_model(self.discriminator, self.run_dir / runs.DISCRIMINATOR_FILE)
+
+
+def keep_log_rows(path, rows):
+    """Keeps the header and the first `rows` rows of a `CSVLogger` file (none: deletes it)."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        return
+    if rows == 0:
+        path.unlink()
+        return
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    checkpoints.atomic_write(path, "".join(lines[: 1 + rows]))
 
 
 def load_gan_parts(run_dir):
@@ -231,21 +252,16 @@ def load_gan_parts(run_dir):
     return transformer, discriminator
 
 
-def held_out_accuracy(pretrainer, dataset, batches):
-    results = pretrainer.evaluate(dataset, steps=batches, verbose=0, return_dict=True)
-    return {name: float(results[name]) for name in pretrainer.trackers}
-
-
 def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     """Runs D pretraining and adversarial fine-tuning from an MLE run, then scores both.
 
     Args:
         config: an `AdversarialConfig`.
         mle_run_dir: a finished MLE run folder (`mle.train_and_evaluate`).
-        run_dir: output folder; rerunning on an interrupted run resumes fine-tuning. It gets
+        run_dir: output folder; rerunning on an interrupted run finishes the same run. It gets
             the MLE run's `config.json` and `vocabulary.json`, so `runs.load_run` (and the CLI's
             `generate` / `evaluate`) read it like an MLE run.
-        data_dir: the WebNLG folder; None reads `$WEBNLG_DIR`.
+        data_dir: the WebNLG folder; None: `$WEBNLG_DIR`, else the corpus `webnlg.download_webnlg()` fetches.
 
     Returns `{"mle": test scores, "adversarial": test scores, "discriminator": accuracies,
     "timing": {...}}`.
@@ -253,16 +269,17 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     start = time.perf_counter()
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoints.remove_partial_files(run_dir)
     keras.utils.set_random_seed(config.seed)
-    config.save(run_dir / runs.ADVERSARIAL_CONFIG_FILE)
+    checkpoints.atomic_save(run_dir / runs.ADVERSARIAL_CONFIG_FILE, config.save)
     transformer, preprocessor, mle_config = runs.load_run(mle_run_dir)
     if config.max_length > transformer.max_target_length:
         raise ValueError(
             f"max_length={config.max_length} exceeds the generator's max_target_length="
             f"{transformer.max_target_length}."
         )
-    mle_config.save(run_dir / runs.CONFIG_FILE)
-    preprocessor.vocabulary.save(run_dir / runs.VOCABULARY_FILE)
+    checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, mle_config.save)
+    checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
 
     train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed)
     # The same dev/test entries and decoding settings as the MLE run, so scores compare.
@@ -271,18 +288,24 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     aligner = runs.load_aligner(mle_run_dir) or SlotAligner.from_entries(
         runs.load_split("train", data_dir)
     )
-    aligner.save(run_dir / runs.ALIGNER_FILE)
+    checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)
     held_out_examples = preprocessor.encode_entries(dev_entries, for_training=True)
+    epochs = -(-config.adversarial_steps // config.steps_per_epoch)
 
-    def make_dataset(examples):
+    def make_dataset(examples, **epoch_arguments):
         return datasets.make_adversarial_dataset(
             examples, config.batch_size, config.max_length, preprocessor.max_source_length,
             shuffle=True, seed=config.seed, pad_id=preprocessor.pad_id, eos_id=preprocessor.eos_id,
+            **epoch_arguments,
         )
 
-    train_dataset = make_dataset(train_examples)
-    held_out_dataset = make_dataset(held_out_examples)
+    def held_out_accuracy(pretrainer):
+        # A new dataset each time: every evaluation (first run or resumed) sees the same batches.
+        results = pretrainer.evaluate(
+            make_dataset(held_out_examples), steps=config.held_out_batches, verbose=0, return_dict=True
+        )
+        return {name: float(results[name]) for name in pretrainer.trackers}
 
     schedule = LinearSchedule(
         config.inverse_temperature_start, config.inverse_temperature_end, num_steps=config.adversarial_steps
@@ -305,24 +328,32 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
         dropout=config.discriminator_dropout,
         pad_id=preprocessor.pad_id,
     )
-    backup_dir = run_dir / runs.BACKUP_DIR
-    resuming = (run_dir / runs.DISCRIMINATOR_FILE).is_file() and backup_dir.is_dir()
+    # Built now rather than on its first call in pretraining, which a resumed run skips: the
+    # backup's variables must meet the same variables.
+    discriminator([
+        ops.zeros((1, preprocessor.max_source_length), "int32"), ops.zeros((1, config.max_length), "int32")
+    ])
+    divergence = TerminateOnDivergence(monitor="loss", max_loss=config.max_loss)
+    backup = checkpoints.TrainingBackup(
+        run_dir / runs.BACKUP_DIR, metadata=config.to_dict(), skip_if=lambda: divergence.diverged is not None
+    )
 
-    # 1. Discriminator pretraining (skipped when resuming: the backup holds D).
+    # 1. Discriminator pretraining (skipped when resuming: the backup holds D and its scores).
     hard_negatives = HardNegatives.for_preprocessor(preprocessor) if config.hard_negative_weight > 0 else None
     pretrainer = DiscriminatorPretrainer(sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives)
     pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
     timing = {}
-    accuracy = {}
-    if not resuming:
-        accuracy["before_pretraining"] = held_out_accuracy(pretrainer, held_out_dataset, config.held_out_batches)
+    if not backup.exists():
+        accuracy = {"before_pretraining": held_out_accuracy(pretrainer)}
         t0 = time.perf_counter()
         pretrainer.fit(
-            train_dataset, steps_per_epoch=config.pretrain_steps, epochs=1, shuffle=False, verbose="auto"
+            make_dataset(train_examples), steps_per_epoch=config.pretrain_steps, epochs=1, shuffle=False,
+            verbose="auto",
         )  # the dataset shuffles itself
         timing["pretrain_seconds"] = time.perf_counter() - t0
-        accuracy["after_pretraining"] = held_out_accuracy(pretrainer, held_out_dataset, config.held_out_batches)
+        accuracy["after_pretraining"] = held_out_accuracy(pretrainer)
         logger.info("Discriminator held-out accuracy after pretraining: %s", accuracy["after_pretraining"])
+        backup.extra = {"accuracy": accuracy, "pretrain_seconds": timing["pretrain_seconds"]}
     sampler.trainable = True
 
     # 2. Adversarial fine-tuning: one model, one loss, plain fit.
@@ -346,32 +377,38 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
             generator_learning_rate_ratio=config.generator_learning_rate_ratio,
         )
     )
-    gan.build()  # BackupAndRestore needs a built model; G and D are built already
-    epochs = -(-config.adversarial_steps // config.steps_per_epoch)
-    divergence = TerminateOnDivergence(monitor="loss", max_loss=config.max_loss)
+    gan.build()  # G and D are built already
+    initial_epoch = backup.restore(gan)  # 0 for a new run; raises on a damaged backup
+    accuracy = dict(backup.extra["accuracy"])
+    timing["pretrain_seconds"] = backup.extra["pretrain_seconds"]
+    log_path = run_dir / ADVERSARIAL_LOG_FILE
+    keep_log_rows(log_path, len(backup.epoch_logs))  # no rows of epochs the rerun redoes
     callbacks = [
         divergence,
-        keras.callbacks.BackupAndRestore(backup_dir=str(backup_dir)),
         SaveGANParts(run_dir, transformer, discriminator, divergence),
-        keras.callbacks.CSVLogger(str(run_dir / "adversarial_log.csv"), append=True),
+        keras.callbacks.CSVLogger(str(log_path), append=True),
+        backup,  # last: saves after the others
     ]
     t0 = time.perf_counter()
-    try:
-        history = gan.fit(
-            train_dataset, steps_per_epoch=config.steps_per_epoch, epochs=epochs, callbacks=callbacks,
-            shuffle=False, verbose="auto",
-        )
-    except TrainingDivergedError as error:
-        # The backup was written after the divergence: resuming from it would resume the NaNs.
-        shutil.rmtree(backup_dir, ignore_errors=True)
-        raise TrainingDivergedError(
-            f"{error} The last good generator and discriminator are in {run_dir / runs.GENERATOR_FILE} and "
-            f"{run_dir / runs.DISCRIMINATOR_FILE} (none if the first epoch diverged)."
-        ) from error
+    if not backup.finished:  # a finished fine-tuning phase (killed while decoding) is not redone
+        try:
+            gan.fit(
+                make_dataset(train_examples, epochs=epochs, initial_epoch=initial_epoch,
+                             steps_per_epoch=config.steps_per_epoch),
+                steps_per_epoch=config.steps_per_epoch, epochs=epochs, initial_epoch=initial_epoch,
+                callbacks=callbacks, shuffle=False, verbose="auto",
+            )
+        except TrainingDivergedError as error:
+            # The backup keeps the last good epoch, but resuming from it would diverge again.
+            shutil.rmtree(run_dir / runs.BACKUP_DIR, ignore_errors=True)
+            raise TrainingDivergedError(
+                f"{error} The last good generator and discriminator are in {run_dir / runs.GENERATOR_FILE} and "
+                f"{run_dir / runs.DISCRIMINATOR_FILE} (none if the first epoch diverged)."
+            ) from error
     timing["adversarial_seconds"] = time.perf_counter() - t0
-    timing["adversarial_steps"] = len(history.history.get("loss", [])) * config.steps_per_epoch
+    timing["adversarial_steps"] = len(backup.epoch_logs) * config.steps_per_epoch
     sampler.trainable = False
-    accuracy["after_adversarial"] = held_out_accuracy(pretrainer, held_out_dataset, config.held_out_batches)
+    accuracy["after_adversarial"] = held_out_accuracy(pretrainer)
     logger.info("Discriminator held-out accuracy after fine-tuning: %s", accuracy["after_adversarial"])
 
     # 3. Decode with the fine-tuned generator; compare with the MLE run's own scores.
@@ -389,9 +426,11 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     mle_scores_path = pathlib.Path(mle_run_dir) / "test_scores.json"
     mle_scores = json.loads(mle_scores_path.read_text()) if mle_scores_path.is_file() else None
     summary = {"mle": mle_scores, "adversarial": results["test"], "discriminator": accuracy, "timing": timing}
-    (run_dir / "adversarial_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (run_dir / "comparison.md").write_text(format_comparison(mle_scores, results["test"], accuracy, timing))
-    logger.info("Comparison:\n%s", (run_dir / "comparison.md").read_text())
+    checkpoints.atomic_write(run_dir / "adversarial_summary.json", json.dumps(summary, indent=2) + "\n")
+    comparison = format_comparison(mle_scores, results["test"], accuracy, timing)
+    checkpoints.atomic_write(run_dir / "comparison.md", comparison)
+    backup.delete()  # the run is complete: a rerun starts afresh
+    logger.info("Comparison:\n%s", comparison)
     return summary
 
 

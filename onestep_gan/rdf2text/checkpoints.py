@@ -5,12 +5,13 @@
   kill at any moment leaves the previous complete file (or none), never a truncated one.
 - `AtomicModelCheckpoint`: Keras' `ModelCheckpoint`, writing through `atomic_save_model`.
 - `TrainingBackup`: an epoch-granular replacement for `keras.callbacks.BackupAndRestore` that
-  makes the resumed run *the same run*. At the end of every epoch it writes one file,
+  makes the resumed run *the same run* (the MLE job and the adversarial stage). At the end of every epoch it writes one file,
   `backup/training_state.npz`, holding every model variable (the seed-generator states of
   the Dropout layers included, which `save_weights` leaves out), every optimizer variable
   (step counter, moments), the state of the callbacks that carry state across epochs
-  (`ModelCheckpoint.best`; `EarlyStopping.wait/best/best_epoch`), the logs of every epoch so far
-  and whether training finished. `restore(model)` puts all of it back before `fit`, and the
+  (`ModelCheckpoint.best`; `EarlyStopping.wait/best/best_epoch`), the logs of every epoch so far,
+  whether training finished, and `extra`, what the job computed before `fit` and wants back
+  (the adversarial stage's discriminator pretraining scores). `restore(model)` puts all of it back before `fit`, and the
   callback gives the callbacks their state back after their own `on_train_begin` reset it.
 
 Resume is per epoch: a kill mid-epoch loses that epoch's steps, and the rerun redoes the epoch
@@ -114,6 +115,8 @@ class TrainingBackup(keras.callbacks.Callback):
         callbacks: the callbacks whose state is backed up (`ModelCheckpoint`, `EarlyStopping`).
         metadata: a JSON-able dict saved with the state (the run's config); `restore` refuses a
             backup whose metadata differs.
+        skip_if: optional `fn() -> bool`; no backup is written while it returns True (after a
+            divergence, so that the backup keeps the last good epoch).
 
     Use:
         backup = TrainingBackup(run_dir / "backup", [checkpoint, early_stopping], metadata=config_dict)
@@ -121,16 +124,19 @@ class TrainingBackup(keras.callbacks.Callback):
         if not backup.finished:
             model.fit(..., initial_epoch=initial_epoch, callbacks=[checkpoint, early_stopping, backup])
         backup.epoch_logs                           # logs of every epoch, resumed ones included
+        backup.extra                                # a JSON-able dict, saved and restored with the rest
     """
 
-    def __init__(self, backup_dir, callbacks=(), metadata=None):
+    def __init__(self, backup_dir, callbacks=(), metadata=None, skip_if=None):
         super().__init__()
         self.backup_dir = pathlib.Path(backup_dir)
         self.path = self.backup_dir / STATE_FILE
         self.tracked_callbacks = list(callbacks)
         self.metadata = metadata
+        self.skip_if = skip_if
         self.epoch_logs = []
         self.finished = False
+        self.extra = {}
         self._callback_state = None
         for callback in self.tracked_callbacks:
             if getattr(callback, "restore_best_weights", False):
@@ -196,6 +202,7 @@ class TrainingBackup(keras.callbacks.Callback):
             variable.assign(value)
         self.epoch_logs = state["epoch_logs"]
         self.finished = state["finished"]
+        self.extra = state.get("extra", {})
         self._callback_state = state["callbacks"]
         logger.info(
             "Resuming from %s: %d epoch(s) done%s.", self.path, state["epoch"],
@@ -204,6 +211,8 @@ class TrainingBackup(keras.callbacks.Callback):
         return state["epoch"]
 
     def _save(self):
+        if self.skip_if is not None and self.skip_if():
+            return
         arrays = {f"v{index}": np.asarray(variable) for index, variable in enumerate(self._variables(self.model))}
         state = {
             "version": _STATE_VERSION,
@@ -211,6 +220,7 @@ class TrainingBackup(keras.callbacks.Callback):
             "finished": self.finished,
             "epoch_logs": self.epoch_logs,
             "metadata": self.metadata,
+            "extra": self.extra,
             "callbacks": [
                 {name: _to_plain(getattr(callback, name)) for name in self._state_names(callback)}
                 for callback in self.tracked_callbacks

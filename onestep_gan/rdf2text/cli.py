@@ -35,12 +35,13 @@ from onestep_gan.rdf2text.config import (  # noqa: E402
 
 TRIPLE_SET_SEPARATOR = " ; "
 TRIPLE_PART_SEPARATOR = " | "
+_DATA_DIR_DEFAULT = "(default: $WEBNLG_DIR, else the pinned corpus, downloaded once into the Keras cache)"
 
 
 def add_train_arguments(parser):
     """Arguments of `train` (shared with examples/webnlg.py)."""
     parser.add_argument("--run-dir", default="runs/webnlg_mle", help="output folder (default: %(default)s)")
-    parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder with train/dev/test (default: $WEBNLG_DIR)")
+    parser.add_argument("--data-dir", default=None, help=f"WebNLG 2017 folder with train/dev/test {_DATA_DIR_DEFAULT}")
     parser.add_argument("--quick", action="store_true", help="MLEConfig.quick(): tiny sample and model, 3 epochs")
     add_config_arguments(parser.add_argument_group("MLEConfig fields"), MLEConfig)
 
@@ -49,7 +50,7 @@ def add_adversarial_arguments(parser):
     """Arguments of `adversarial` (shared with examples/webnlg_adversarial.py)."""
     parser.add_argument("--mle-run-dir", help="a finished MLE run folder")
     parser.add_argument("--run-dir", default="runs/webnlg_gan", help="output folder (default: %(default)s)")
-    parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
+    parser.add_argument("--data-dir", default=None, help=f"WebNLG 2017 folder {_DATA_DIR_DEFAULT}")
     parser.add_argument("--quick", action="store_true", help="AdversarialConfig.quick(): tiny data, models, steps")
     add_config_arguments(parser.add_argument_group("AdversarialConfig fields"), AdversarialConfig)
 
@@ -247,7 +248,7 @@ def build_parser():
 
     decode = subparsers.add_parser("decode", help="decode and score dev/test again with a finished MLE run")
     decode.add_argument("--run-dir", required=True, help="a finished MLE run")
-    decode.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
+    decode.add_argument("--data-dir", default=None, help=f"WebNLG 2017 folder {_DATA_DIR_DEFAULT}")
     decode.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
     decode.add_argument("--beam-width", type=int, help="default: the run's")
     decode.add_argument("--length-penalty", type=float, help="default: the run's")
@@ -264,7 +265,7 @@ def build_parser():
     evaluate = subparsers.add_parser("evaluate", help="score a hypotheses file against WebNLG references")
     evaluate.add_argument("--hypotheses", required=True, help="one output per line, in entry order")
     evaluate.add_argument("--split", default="test", choices=("dev", "test"))
-    evaluate.add_argument("--data-dir", default=None, help="WebNLG folder (default: $WEBNLG_DIR)")
+    evaluate.add_argument("--data-dir", default=None, help=f"WebNLG folder {_DATA_DIR_DEFAULT}")
     evaluate.add_argument("--output-dir", help="where the scores go (default: beside the hypotheses)")
     evaluate.add_argument("--name", help="file name prefix (default: {split}_evaluated)")
     evaluate.add_argument(

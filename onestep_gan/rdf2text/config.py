@@ -122,6 +122,9 @@ class MLEConfig(_Serialisable):
     gradient_clip_norm: float = 1.0
     label_smoothing: float = 0.1
     early_stopping_patience: int = 3
+    # The decoded model averages the weights of this many epochs ending at the best (dev loss)
+    # epoch (averaging.py); 1 = the best epoch's weights alone.
+    average_checkpoints: int = 1
     # Decoding
     decode_method: str = "beam"
     beam_width: int = 12  # chosen on dev with reranking (4: SER 22.2%, 8: 18.1%, 12: 16.2%)
@@ -136,7 +139,7 @@ class MLEConfig(_Serialisable):
             raise ValueError(
                 f"`decode_method` must be 'greedy' or 'beam'. Received: decode_method={self.decode_method!r}"
             )
-        for name in ("batch_size", "epochs", "decode_batch_size", "beam_width", "model_dim"):
+        for name in ("batch_size", "epochs", "decode_batch_size", "beam_width", "model_dim", "average_checkpoints"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
         self.bucket_boundaries = tuple(int(boundary) for boundary in self.bucket_boundaries)

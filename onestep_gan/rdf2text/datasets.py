@@ -112,7 +112,8 @@ def make_training_dataset(
 
 
 def make_adversarial_dataset(
-    examples, batch_size, max_length, max_source_length, shuffle=True, seed=0, *, pad_id, eos_id
+    examples, batch_size, max_length, max_source_length, shuffle=True, seed=0, *, pad_id, eos_id,
+    epochs=None, initial_epoch=0, steps_per_epoch=None,
 ):
     """`(source_ids (b, max_source_length), text_ids (b, max_length))` int32 batches.
 
@@ -121,6 +122,11 @@ def make_adversarial_dataset(
     batch size fixed (and splittable over replicas). With `shuffle`, the dataset repeats
     forever (use `steps_per_epoch`). Examples whose text + EOS does not fit are skipped and
     counted in the log; longer sources are cut to `max_source_length`.
+
+    With `epochs` (and `steps_per_epoch`, `shuffle=True`), the dataset holds epochs
+    `initial_epoch .. epochs - 1` of `steps_per_epoch` batches each, and epoch `e` is drawn from
+    passes over the examples shuffled by seeds derived from `(seed, e)`: a run resumed at epoch
+    `e` sees the batches the uninterrupted run saw.
     """
     kept = [e for e in examples if e.target_ids is not None and len(e.target_ids) + 1 <= max_length]
     if len(kept) < len(examples):
@@ -135,18 +141,44 @@ def make_adversarial_dataset(
         [list(e.source_ids[:max_source_length]) for e in kept], dtype=tf.int32, ragged_rank=1
     )
     texts = tf.ragged.constant([[*e.target_ids, eos_id] for e in kept], dtype=tf.int32, ragged_rank=1)
+
+    def batches(dataset):
+        # Rows of a ragged tensor come out as ragged specs; the identity map makes them dense.
+        dataset = dataset.map(lambda source, text: (source, text), deterministic=True)
+        return dataset.padded_batch(
+            batch_size,
+            padded_shapes=([max_source_length], [max_length]),
+            padding_values=(pad_id, pad_id),
+            drop_remainder=True,
+        )
+
+    if epochs is not None:
+        if not shuffle or steps_per_epoch is None or steps_per_epoch < 1:
+            raise ValueError(
+                "Epoch-seeded adversarial batches need shuffle=True and a positive steps_per_epoch. "
+                f"Received: shuffle={shuffle}, steps_per_epoch={steps_per_epoch}"
+            )
+        passes = -(-int(steps_per_epoch) * batch_size // len(kept))  # passes over the examples per epoch
+
+        def one_pass(epoch, index):
+            # A stateless permutation seeded by (seed, epoch, pass): independent of any global state.
+            order = tf.random.experimental.stateless_shuffle(
+                tf.range(len(kept), dtype=tf.int64),
+                seed=tf.stack([tf.constant(int(seed), tf.int64), epoch * passes + index]),
+            )
+            return tf.data.Dataset.from_tensor_slices(order)
+
+        def one_epoch(epoch):
+            order = tf.data.Dataset.range(passes).flat_map(lambda index: one_pass(epoch, index))
+            examples_dataset = order.map(lambda index: (sources[index], texts[index]), deterministic=True)
+            return batches(examples_dataset).take(int(steps_per_epoch))
+
+        dataset = tf.data.Dataset.range(int(initial_epoch), int(epochs)).flat_map(one_epoch)
+        return dataset.prefetch(tf.data.AUTOTUNE)
     dataset = tf.data.Dataset.from_tensor_slices((sources, texts))
     if shuffle:
         dataset = dataset.shuffle(len(kept), seed=seed, reshuffle_each_iteration=True).repeat()
-    # Rows of a ragged tensor come out as ragged specs; the identity map makes them dense.
-    dataset = dataset.map(lambda source, text: (source, text), deterministic=True)
-    dataset = dataset.padded_batch(
-        batch_size,
-        padded_shapes=([max_source_length], [max_length]),
-        padding_values=(pad_id, pad_id),
-        drop_remainder=True,
-    )
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return batches(dataset).prefetch(tf.data.AUTOTUNE)
 
 
 def with_known_length(dataset):

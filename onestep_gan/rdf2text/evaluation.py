@@ -191,13 +191,19 @@ def normalize_entity(entity):
     return _normalize_text(entity.replace("_", " "))
 
 
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december")
+
+
 def entity_coverage(hypotheses, triples_per_example):
     """Share (0..1) of input entities whose surface form appears in the output.
 
     Per example, the distinct subjects and objects of its triples are normalised with
     `normalize_entity` and looked up as case-insensitive substrings of the
-    whitespace-normalised output. The share is over all entities of the corpus (micro
-    average). Entities that normalise to an empty string are skipped.
+    whitespace-normalised output; an ISO date also counts when written out in full ("12 March
+    1950", "March 12, 1950"). The share is over all entities of the corpus (micro average).
+    Entities that normalise to an empty string are skipped.
     """
     _check_corpus(hypotheses, triples_per_example)
     found, total = 0, 0
@@ -207,8 +213,17 @@ def entity_coverage(hypotheses, triples_per_example):
         entities |= {normalize_entity(t.object) for t in triples}
         entities.discard("")
         total += len(entities)
-        found += sum(entity in text for entity in entities)
+        found += sum(any(form in text for form in _written_forms(entity)) for entity in entities)
     return found / total if total else 0.0
+
+
+def _written_forms(entity):
+    """`entity` (normalised) and, for an ISO date, its two written-out full forms."""
+    date = _ISO_DATE.match(entity)
+    if not date or not 1 <= int(date.group(2)) <= 12:
+        return (entity,)
+    year, month, day = date.group(1), _MONTHS[int(date.group(2)) - 1], int(date.group(3))
+    return (entity, f"{day} {month} {year}", f"{month} {day}, {year}")
 
 
 def _has_repeated_trigram(tokens):

@@ -5,10 +5,11 @@
 1. load WebNLG train/dev/test, build the `TextPreprocessor` (vocabulary from train only), encode;
 2. `model.compile` + `model.fit` on the bucketed `tf.data` pipeline with label-smoothed
    cross-entropy that ignores PAD, Adam with linear warmup then cosine decay, and the
-   Keras callbacks `ModelCheckpoint(save_best_only=True)` on the dev loss, `BackupAndRestore`
-   (rerunning an interrupted run resumes at the epoch where it stopped), `TensorBoard`,
-   `EarlyStopping` and `SampleGenerationLogger` (a few dev generations per epoch);
-3. reload the best checkpoint, mine a `SlotAligner` from the train references, decode dev and
+   callbacks `AtomicModelCheckpoint(save_best_only=True)` on the dev loss, `TrainingBackup`
+   (rerunning an interrupted run resumes at the epoch where it stopped; checkpoints.py),
+   `EpochWeights` when checkpoints are averaged (averaging.py), `TensorBoard`, `EarlyStopping`
+   and `SampleGenerationLogger` (a few dev generations per epoch);
+3. reload the best checkpoint (or average the epochs ending at it), mine a `SlotAligner` from the train references, decode dev and
    test (beam search whose candidates are reranked by slot errors, by default), relexicalise,
    detokenise and score with `evaluation.write_report` (BLEU, chrF++, coverage, slot errors).
 
@@ -32,7 +33,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from onestep_gan.rdf2text import checkpoints, datasets, evaluation, inference, runs
+from onestep_gan.rdf2text import averaging, checkpoints, datasets, evaluation, inference, runs
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -209,7 +210,8 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
 
     Args:
         config: an `MLEConfig`.
-        data_dir: the WebNLG folder (holding train/dev/test); None reads `$WEBNLG_DIR`.
+        data_dir: the WebNLG folder (holding train/dev/test); None: `$WEBNLG_DIR`, else the corpus
+            `webnlg.download_webnlg()` fetches.
         run_dir: output folder, created if missing. Rerunning on the folder of an interrupted
             run resumes training at the epoch where it stopped.
 
@@ -272,6 +274,10 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
             dev_examples[: config.num_logged_samples], dev_entries[: config.num_logged_samples], preprocessor
         ),
     ]
+    if config.average_checkpoints > 1:  # the window ending at the best epoch stays on disk
+        callbacks.append(averaging.EpochWeights(
+            run_dir / averaging.EPOCH_WEIGHTS_DIR, keep=config.average_checkpoints + config.early_stopping_patience
+        ))
     if importlib.util.find_spec("tensorboard") is not None:
         callbacks.append(
             keras.callbacks.TensorBoard(log_dir=str(run_dir / "tensorboard"), write_graph=False)
@@ -311,9 +317,13 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     train_seconds = time.perf_counter() - train_start
     epochs_trained = len(backup.epoch_logs)  # resumed epochs included
     val_losses = [logs["val_loss"] for logs in backup.epoch_logs if "val_loss" in logs]
+    best_epoch = int(np.argmin(val_losses)) + 1 if val_losses else epochs_trained
 
-    # 3. Decode dev and test with the best checkpoint; score.
+    # 3. Decode dev and test with the best checkpoint (or the average of the epochs ending at
+    #    it); score.
     best_model = runs.load_model_file(run_dir / runs.MODEL_FILE)
+    if config.average_checkpoints > 1:
+        _average_checkpoints(best_model, run_dir, best_epoch, config.average_checkpoints)
     aligner = SlotAligner.from_entries(train_entries)  # mined from train references only
     aligner.save(run_dir / runs.ALIGNER_FILE)
     decode = decoder_for(best_model, preprocessor, config, aligner)
@@ -331,6 +341,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
         "data_seconds": data_seconds,
         "train_seconds": train_seconds,
         "epochs_trained": epochs_trained,
+        "best_epoch": best_epoch,
         "steps_per_epoch": steps_per_epoch,
         "train_examples": len(train_examples),
         "train_examples_per_second": len(train_examples) * epochs_trained / max(train_seconds, 1e-9),
@@ -344,6 +355,14 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     backup.delete()  # the run is complete: a rerun starts afresh
     logger.info("Done in %.1f min; outputs in %s", timing["total_seconds"] / 60, run_dir)
     return {**results, "timing": timing, "run_dir": str(run_dir)}
+
+
+def _average_checkpoints(model, run_dir, best_epoch, k):
+    """Averages the epoch weights ending at `best_epoch` into `model` and saves it as the run's
+    model file (atomically; idempotent, so a rerun after a kill gives the same file)."""
+    epochs = averaging.average_epoch_weights(model, run_dir / averaging.EPOCH_WEIGHTS_DIR, best_epoch, k)
+    logger.info("Decoding the average of epochs %s", epochs)
+    checkpoints.atomic_save_model(model, run_dir / runs.MODEL_FILE)
 
 
 def _resume_metadata(config):
@@ -388,6 +407,10 @@ def decode_run(run_dir, data_dir=None, **decoding):
     run_dir = pathlib.Path(run_dir)
     model, preprocessor, config = runs.load_run(run_dir)
     config = dataclasses.replace(config, **decoding)
+    if config.average_checkpoints > 1 or (run_dir / averaging.EPOCH_WEIGHTS_DIR).is_dir():
+        epochs = averaging.average_run(model, run_dir, config.average_checkpoints)
+        logger.info("Decoding the average of epochs %s", epochs)
+        checkpoints.atomic_save_model(model, run_dir / runs.MODEL_FILE)
     aligner = runs.load_aligner(run_dir)
     if aligner is None:
         aligner = SlotAligner.from_entries(runs.load_split("train", data_dir, config.max_train_entries, config.seed))

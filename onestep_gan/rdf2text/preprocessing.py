@@ -6,7 +6,7 @@ Every function here is pure (no state, no I/O), so each is tested on exact strin
 - `split_predicate`: camelCase / snake_case predicate -> words ("birthPlace" -> "birth place").
 - `tokenize` / `detokenize`: NLTK Treebank tokeniser and detokeniser (no downloaded data needed).
 - `linearise`: triples -> `<S> subject <P> predicate <O> object ...` with the entities as words.
-- `delexicalise` / `relexicalise`: the same linearisation with entities replaced by placeholders
+- `delexicalise` / `relexicalise` (+ `write_out`): the same linearisation with entities replaced by placeholders
   `ENT_1`, `ENT_2`, ... in the source and in the reference text, and the way back. Delexicalisation
   is how entities of categories unseen in training reach the output: the model only learns to copy
   placeholders (the usual WebNLG 2017 baseline recipe, Gardent et al., 2017).
@@ -185,14 +185,25 @@ def delexicalise(triples, text=None):
 
 
 def relexicalise(tokens, entity_map):
-    """Replaces each placeholder by its entity's tokens; placeholders not in `entity_map` are dropped."""
+    """Replaces each placeholder by its entity's tokens (`write_out` forms); placeholders not in
+    `entity_map` are dropped."""
     output = []
     for token in tokens:
         if not is_placeholder(token):
             output.append(token)
         elif token in entity_map:
-            output.extend(tokenize(entity_map[token]))
+            output.extend(tokenize(write_out(entity_map[token])))
     return output
+
+
+def write_out(surface):
+    """The form an output gives a value: an ISO date written out as the references mostly write
+    it ("1950-03-12" -> "12 March 1950"; WebNLG 2017 train references: "D Month YYYY" 410 times,
+    "Month D, YYYY" 326, ISO 126); anything else unchanged."""
+    date = _ISO_DATE_PATTERN.match(surface)
+    if date and 1 <= int(date.group(2)) <= 12 and 1 <= int(date.group(3)) <= 31:
+        return f"{int(date.group(3))} {_MONTHS[int(date.group(2)) - 1]} {date.group(1)}"
+    return surface
 
 
 def _placeholder_for(entity, entity_to_placeholder):

@@ -21,7 +21,6 @@ import dataclasses
 import logging
 import os
 import pathlib
-import urllib.parse
 import warnings
 import xml.etree.ElementTree as ET
 
@@ -29,9 +28,18 @@ logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test")
 # The public WebNLG repository (Claire Gardent's group, maintained by Anastasia Shimorina),
-# all releases in one archive: `webnlg_challenge_2017/`, `release_v2/`, ..., `release_v3.0/en/`.
-DEFAULT_URL = "https://gitlab.com/shimorina/webnlg-dataset/-/archive/master/webnlg-dataset-master.zip"
+# all releases in one archive: `webnlg_challenge_2017/`, `release_v2/`, ..., `release_v3.0/en/`,
+# pinned at a fixed commit. URL, size (25,499,351 bytes) and SHA-256 as HuggingFace `datasets`
+# records them: github.com/huggingface/datasets, datasets/web_nlg/dataset_infos.json,
+# "download_checksums" (the same entry in every configuration of that file).
+_COMMIT = "587fa698bec705efbefe72a235a6019c2b9b8b6c"
+DEFAULT_URL = f"https://gitlab.com/shimorina/webnlg-dataset/-/archive/{_COMMIT}/webnlg-dataset-{_COMMIT}.zip"
+DEFAULT_SHA256 = "d6837063d6ef2a2e05418c1511f989c85fd9fffd21f5bd04bc5b34886f24c94e"
 DEFAULT_RELEASE = "webnlg_challenge_2017"
+# Environment variables: the data folder, and another archive (a mirror) with its SHA-256.
+DATA_DIR_VARIABLE = "WEBNLG_DIR"
+URL_VARIABLE = "WEBNLG_URL"
+SHA256_VARIABLE = "WEBNLG_SHA256"
 # The 10 DBpedia categories of the 2017 training data; the test set adds 5 "unseen" ones
 # (Artist, Athlete, CelestialBody, MeanOfTransportation, Politician).
 SEEN_CATEGORIES_2017 = (
@@ -74,16 +82,19 @@ class WebNLGEntry:
 
 
 def resolve_data_dir(data_dir=None):
-    """Returns `data_dir`, else `$WEBNLG_DIR`, as a `pathlib.Path`; raises if neither is set."""
+    """The WebNLG folder: `data_dir`, else `$WEBNLG_DIR`, else the corpus that `download_webnlg()`
+    fetches (pinned and verified) into the Keras cache, once; as a `pathlib.Path`."""
     if data_dir is None:
-        data_dir = os.environ.get("WEBNLG_DIR")
-    if not data_dir:
+        data_dir = os.environ.get(DATA_DIR_VARIABLE)
+    if data_dir:
+        return pathlib.Path(data_dir).expanduser()
+    try:
+        return download_webnlg()
+    except ValueError as error:
         raise ValueError(
-            "No WebNLG data directory given. Pass `data_dir` (the folder holding train/dev/test, "
-            "or holding en/ for WebNLG 3.0) or set the WEBNLG_DIR environment variable; "
-            "`download_webnlg()` fetches the corpus. Received: data_dir=None and WEBNLG_DIR unset."
-        )
-    return pathlib.Path(data_dir).expanduser()
+            f"No WebNLG folder given (--data-dir or {DATA_DIR_VARIABLE}), and fetching the corpus "
+            f"failed: {error} Pass the folder holding train/dev/test to use a copy fetched elsewhere."
+        ) from None
 
 
 def load_webnlg(split, data_dir=None):
@@ -138,41 +149,63 @@ def parse_webnlg_xml(path, split_name="test", require_text=True):
     return entries
 
 
-def download_webnlg(url=DEFAULT_URL, cache_dir=None, release=DEFAULT_RELEASE):
-    """Downloads and extracts a WebNLG archive into the Keras cache; returns the data folder.
+def download_webnlg(url=None, sha256=None, cache_dir=None, release=DEFAULT_RELEASE, progress=True):
+    """Downloads, verifies and extracts a WebNLG archive into the Keras cache; returns the data folder.
 
-    Uses `keras.utils.get_file(..., extract=True)`, so the archive lands in
-    `{cache_dir or ~/.keras}/datasets/` and is downloaded once. The default `url` is the
-    official repository archive (https://gitlab.com/shimorina/webnlg-dataset), which holds
-    several releases; `release` names the folder to use among them (`"webnlg_challenge_2017"`,
-    or `"release_v3.0"` for 3.0). An archive with a single release needs no `release`.
+    The archive lands in `{cache_dir or $KERAS_HOME or ~/.keras}/datasets/`, is checked against
+    its SHA-256 (a cached one too; what fails the check is deleted) and extracted all or nothing
+    (`download.fetch_archive`), so it is downloaded once and a damaged one is fetched afresh.
+
+    Args:
+        url: None: `$WEBNLG_URL` if set, else `DEFAULT_URL`, the official repository archive
+            (https://gitlab.com/shimorina/webnlg-dataset) at a pinned commit.
+        sha256: the archive's SHA-256; needed with a `url` of your own (or `$WEBNLG_SHA256` with
+            `$WEBNLG_URL`); `DEFAULT_SHA256` for `DEFAULT_URL`.
+        cache_dir: the Keras cache folder, created if missing.
+        release: the folder to use among several releases of one archive (`"webnlg_challenge_2017"`,
+            or `"release_v3.0"` for 3.0). An archive with a single release needs no `release`.
+        progress: show a progress bar while downloading.
 
     Returns:
         The folder holding `train/dev/test` (or `en/` for 3.0): pass it to `load_webnlg`.
     """
-    file_name = os.path.basename(urllib.parse.urlsplit(url).path)
-    if not file_name:
-        raise ValueError(f"Cannot read an archive file name from the URL. Received: url={url!r}")
-    import keras  # Here, not at the top: reading the corpus should not need TensorFlow.
+    from onestep_gan.rdf2text import download  # Here: reading a corpus folder needs none of it.
 
-    extracted = pathlib.Path(
-        keras.utils.get_file(fname=file_name, origin=url, extract=True, cache_dir=cache_dir)
-    )
-    candidates = sorted(
-        folder
-        for folder in [extracted, *(path for path in extracted.rglob("*") if path.is_dir())]
-        if _is_data_dir(folder)
-    )
-    if len(candidates) > 1 and release:
-        candidates = [folder for folder in candidates if release in folder.parts] or candidates
-    if not candidates:
-        raise ValueError(
-            f"The archive from {url} (extracted to {extracted}) has no folder holding "
-            "train/, dev/ and test/ (or en/ with them)."
+    if url is None and os.environ.get(URL_VARIABLE):
+        url = os.environ[URL_VARIABLE]
+        sha256 = sha256 or os.environ.get(SHA256_VARIABLE)
+        if not sha256:
+            raise ValueError(
+                f"{URL_VARIABLE} is set without {SHA256_VARIABLE}: expected the archive's SHA-256 "
+                f"(64 hex digits) in {SHA256_VARIABLE}. Received: {URL_VARIABLE}={url!r}"
+            )
+    url = url or DEFAULT_URL
+    if sha256 is None:
+        if url != DEFAULT_URL:
+            raise ValueError(
+                "A WebNLG archive URL of your own needs its sha256 (64 hex digits), checked after "
+                f"downloading. Received: url={url!r}, sha256=None"
+            )
+        sha256 = DEFAULT_SHA256
+
+    def locate(extracted):
+        candidates = sorted(
+            folder
+            for folder in [extracted, *(path for path in extracted.rglob("*") if path.is_dir())]
+            if _is_data_dir(folder)
         )
-    if len(candidates) > 1:
-        logger.warning("Several WebNLG data folders in %s; using %s.", extracted, candidates[0])
-    return candidates[0]
+        if len(candidates) > 1 and release:
+            candidates = [folder for folder in candidates if release in folder.parts] or candidates
+        if not candidates:
+            raise ValueError(
+                f"The archive from {url} has no folder holding train/, dev/ and test/ (or en/ with "
+                "them); it was deleted."
+            )
+        if len(candidates) > 1:
+            logger.warning("Several WebNLG data folders in %s; using %s.", extracted, candidates[0])
+        return candidates[0]
+
+    return download.fetch_archive(url, sha256, cache_dir, locate=locate, progress=progress)
 
 
 def _is_data_dir(folder):
