@@ -250,8 +250,9 @@ def test_the_backends_loop_gives_the_texts_and_gradients_of_an_unrolled_loop(mon
     seed_states = [ops.convert_to_numpy(v) for v in generator.non_trainable_variables]
 
     def run():
+        keras.utils.set_random_seed(9)  # PyTorch's unseeded dropout draws from torch's generator
         for variable, state in zip(generator.non_trainable_variables, seed_states):
-            variable.assign(state)  # the same dropout seeds for both loops
+            variable.assign(state)  # the same dropout seeds for both loops (TensorFlow, JAX)
         sampler = TextSampler(generator, max_length=max_length, seed=2)
         texts, gradients = _gradients_of_a_fixed_linear_score(sampler, source, weights)
         return texts, gradients, [ops.convert_to_numpy(v) for v in generator.non_trainable_variables]
@@ -261,8 +262,9 @@ def test_the_backends_loop_gives_the_texts_and_gradients_of_an_unrolled_loop(mon
     for variable, gradient in zip(generator.trainable_variables, loop_gradients):
         assert np.all(np.isfinite(gradient)), variable.path
         assert _is_key_bias(variable) or np.abs(gradient).max() > 1e-7, variable.path
-    for before, after in zip(seed_states, loop_seeds):
-        assert not np.array_equal(before, after)  # the embedding's, encoder's, both decoder blocks'
+    if keras.backend.backend() != "torch":  # see run()
+        for before, after in zip(seed_states, loop_seeds):
+            assert not np.array_equal(before, after)  # the embedding's, encoder's, both decoder blocks'
     monkeypatch.setattr(sampling, "_WHILE_LOOP_BACKENDS", ())
     monkeypatch.setattr(sampling, "_scan_with_variables", _unrolled_loop)
     unrolled_texts, unrolled_gradients, unrolled_seeds = run()

@@ -53,7 +53,7 @@ def test_cached_decode_step_equals_full_call_at_every_position(model):
     assert tuple(cache["layers"][1]["cross_attention_keys"].shape) == (2, 5, 2, 4)
     for step in range(6):
         step_logits, cache = model.decode_step(TARGET[:, step], ops.convert_to_tensor(step), cache)
-        np.testing.assert_allclose(step_logits, full_logits[:, step], atol=1e-5)
+        np.testing.assert_allclose(ops.convert_to_numpy(step_logits), full_logits[:, step], atol=1e-5)
 
 
 def test_decode_step_inside_while_loop(model):
@@ -71,7 +71,7 @@ def test_decode_step_inside_while_loop(model):
         body,
         (ops.convert_to_tensor(0), model.init_cache(memory, source_mask, 6), logits_buffer),
     )
-    np.testing.assert_allclose(logits_buffer, _logits(model), atol=1e-5)
+    np.testing.assert_allclose(ops.convert_to_numpy(logits_buffer), _logits(model), atol=1e-5)
 
 
 def test_one_hot_distributions_equal_ids(model):
@@ -83,7 +83,7 @@ def test_one_hot_distributions_equal_ids(model):
     for step in range(3):
         id_logits, id_cache = model.decode_step(TARGET[:, step], step, id_cache)
         soft_logits, soft_cache = model.decode_step(one_hot[:, step], step, soft_cache)
-        np.testing.assert_allclose(soft_logits, id_logits, atol=1e-6)
+        np.testing.assert_allclose(ops.convert_to_numpy(soft_logits), ops.convert_to_numpy(id_logits), atol=1e-6)
 
 
 def test_target_padding_from_ids_and_from_pad_mass_agree(model):
