@@ -201,8 +201,9 @@ def straight_through_gumbel_softmax(logits, inverse_temperature=1.0, seed=None):
 # Backends whose loop is `ops.while_loop`: TensorFlow backpropagates through it, and it stops
 # once every row has finished. JAX cannot reverse-differentiate a while loop (its trip count is
 # data-dependent), so the other backends scan over all `max_length` steps; rows that have
-# finished emit exact PAD one-hots, so the texts are the same. (Tests put TensorFlow on the
-# scan too, to compare the two loops.)
+# finished emit exact PAD one-hots, so the texts are the same. (Keras' TensorFlow `scan` would
+# not do there: it stacks outputs shaped like the whole carry. Tests compare each backend's
+# loop with the same steps unrolled in Python.)
 _WHILE_LOOP_BACKENDS = ("tensorflow",)
 
 
