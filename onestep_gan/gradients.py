@@ -44,6 +44,14 @@ class _ForwardingScope(keras.StatelessScope):
         return value
 
 
+def forwarding_scope(state_mapping):
+    """A `keras.StatelessScope` over `state_mapping` (`[(variable, value), ...]`) in which the
+    unmapped variables read their value from the enclosing stateless scope, if any (under JAX's
+    `fit`, the traced weights). `scope.get_current_value(variable)` gives a mapped variable's
+    value after the assignments made inside. Used to carry variables through a loop body."""
+    return _ForwardingScope(state_mapping)
+
+
 @contextlib.contextmanager
 def collecting_losses():
     """Makes `add_loss` (activity regularisers) count inside an enclosing `StatelessScope`.

@@ -68,18 +68,32 @@ def test_mismatched_vocabulary_is_refused_on_load(tmp_path):
         adversarial.load_gan_parts(tmp_path)
 
 
-@pytest.mark.slow
-def test_train_adversarial_end_to_end(tmp_path):
+QUICK_ADVERSARIAL = dict(
+    batch_size=2, max_length=16, pretrain_steps=2, held_out_batches=1, adversarial_steps=2, steps_per_epoch=1,
+)
+
+
+def _train_adversarial(mle_run, run_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        config = AdversarialConfig.quick(**QUICK_ADVERSARIAL)
+        return adversarial.train_adversarial(config, mle_run, run_dir, FIXTURE_2017)
+
+
+@pytest.fixture(scope="module")
+def adversarial_run(tmp_path_factory):
+    """A tiny MLE run and a quick adversarial stage from it: `(mle run, gan run, summary)`."""
+    root = tmp_path_factory.mktemp("adversarial")
     keras.utils.set_random_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        mle.train_and_evaluate(tiny_config(), FIXTURE_2017, tmp_path / "mle")
-        config = AdversarialConfig.quick(
-            batch_size=2, max_length=16, pretrain_steps=2, held_out_batches=1, adversarial_steps=2,
-            steps_per_epoch=1,
-        )
-        summary = adversarial.train_adversarial(config, tmp_path / "mle", tmp_path / "gan", FIXTURE_2017)
-    run = tmp_path / "gan"
+        mle.train_and_evaluate(tiny_config(), FIXTURE_2017, root / "mle")
+    return root / "mle", root / "gan", _train_adversarial(root / "mle", root / "gan")
+
+
+@pytest.mark.slow
+def test_train_adversarial_end_to_end(adversarial_run):
+    _, run, summary = adversarial_run
     for name in ("generator.keras", "discriminator.keras", "adversarial_test_hypotheses.txt",
                  "adversarial_test_scores.json", "comparison.md", "adversarial_summary.json", "adversarial_log.csv"):
         assert (run / name).is_file(), name
@@ -89,6 +103,31 @@ def test_train_adversarial_end_to_end(tmp_path):
     assert json.loads((run / "adversarial_summary.json").read_text())["mle"] is not None
     generator, discriminator = adversarial.load_gan_parts(run)
     assert generator.vocabulary_size == discriminator.vocabulary_size
+
+
+def _gan_outcome(run):
+    generator, discriminator = adversarial.load_gan_parts(run)
+    summary = json.loads((run / "adversarial_summary.json").read_text())
+    return (
+        [ops.convert_to_numpy(weight) for model in (generator, discriminator) for weight in model.weights],
+        [(run / f"adversarial_{name}_hypotheses.txt").read_text() for name in ("dev", "test")],
+        summary["discriminator"],
+        (run / "adversarial_log.csv").read_text(),
+    )
+
+
+@pytest.mark.slow
+def test_a_second_stage_with_the_same_seed_gives_the_same_weights_and_outputs(adversarial_run, tmp_path):
+    """Seed for seed on the backend of this process (CI runs it on TensorFlow and JAX): the
+    Gumbel noise, dropout and batches of a second stage from the same MLE run are the same."""
+    mle_run, run, _ = adversarial_run
+    _train_adversarial(mle_run, tmp_path / "again")
+    weights, *outputs = _gan_outcome(run)
+    again_weights, *again_outputs = _gan_outcome(tmp_path / "again")
+    assert len(weights) == len(again_weights) > 100
+    for a, b in zip(weights, again_weights):
+        np.testing.assert_array_equal(a, b)
+    assert outputs == again_outputs
 
 
 def test_save_gan_parts_keeps_the_last_good_epoch_after_divergence(tmp_path):
@@ -124,3 +163,24 @@ def test_hard_negatives_fall_back_to_another_triplesets_text_and_are_scored_per_
     assert float(pretrainer.trackers["swap_accuracy"].result()) == pytest.approx(float(swap_scores[0] > 0))
     term = adversarial.hard_negative_term(discriminator, hard_negatives, "hinge", weight=2.0)
     assert float(term(source, real, None)) > 0
+
+
+def test_pretrainer_evaluates_and_fits_a_fresh_discriminator_with_dropout():
+    """D first runs in `compute_loss`, after Keras' symbolic build: on JAX its variables (the
+    dropout seeds) must exist before the stateless step, or evaluate fails."""
+    generator = TransformerGenerator(
+        12, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
+        feedforward_dim=16, num_encoder_layers=1, num_decoder_layers=1, dropout=0.1,
+    )
+    discriminator = TextDiscriminator(
+        12, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
+        feedforward_dim=16, num_layers=1, dropout=0.1,
+    )
+    pretrainer = adversarial.DiscriminatorPretrainer(TextSampler(generator, max_length=6, seed=0), discriminator)
+    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))
+    source = np.array([[4, 5, 0, 0]] * 4, dtype="int32")
+    real = np.array([[9, 3, 0, 0, 0, 0]] * 4, dtype="int32")
+    results = pretrainer.evaluate(source, real, batch_size=4, verbose=0, return_dict=True)
+    assert 0.0 <= results["accuracy"] <= 1.0 and np.isfinite(results["loss"])
+    history = pretrainer.fit(source, real, batch_size=4, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from onestep_gan.rdf2text.inference import generate
+from onestep_gan.rdf2text.inference import generate, make_generate_function
 from onestep_gan.rdf2text.transformer import TransformerGenerator
 
 
@@ -58,3 +58,28 @@ def test_copying_generator_cached_equals_uncached_and_never_invents_a_placeholde
     np.testing.assert_array_equal(cached, uncached)
     cached = keras.ops.convert_to_numpy(cached)
     assert not np.isin(cached[0], [6]).any() and not np.isin(cached[1], [4, 5]).any()
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam"])
+def test_compiled_decoding_equals_the_uncompiled_reference(method):
+    """`make_generate_function` (tf.function, jax.jit or eager torch) against the uncompiled,
+    uncached reference on the same weights."""
+    model = _tiny_generator()
+    compiled = make_generate_function(model, method=method, beam_width=3)(GENERATOR_SOURCE)
+    reference = generate(model, GENERATOR_SOURCE, method=method, beam_width=3, use_cache=False)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(compiled), reference)
+
+
+def test_compiled_decoding_reads_the_current_weights():
+    """A compiled decoder made once (as `SampleGenerationLogger` keeps one over the epochs)
+    must decode with the weights of the moment, not those of its first call."""
+    model = _tiny_generator()
+    generate_function = make_generate_function(model, method="greedy")
+    before = keras.ops.convert_to_numpy(generate_function(GENERATOR_SOURCE))
+    bias = np.zeros(13, "float32")
+    bias[model.eos_id] = 100.0
+    model.output_bias.assign(bias)
+    after = keras.ops.convert_to_numpy(generate_function(GENERATOR_SOURCE))
+    assert (before[:, 0] != model.eos_id).any()
+    np.testing.assert_array_equal(after[:, 0], model.eos_id)
+    np.testing.assert_array_equal(after[:, 1:], model.pad_id)

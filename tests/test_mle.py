@@ -133,3 +133,27 @@ def test_saved_run_reloads_and_generates(tiny_run):
     assert len(texts) == 2 and all(isinstance(text, str) for text in texts)
     with pytest.raises(ValueError, match="empty"):
         inference.generate_texts(model, preprocessor, [[]])
+
+
+def _run_outcome(run_dir):
+    """Weights of the saved model, hypotheses and scores of a finished MLE run."""
+    model = runs.load_model_file(run_dir / runs.MODEL_FILE)
+    return (
+        [keras.ops.convert_to_numpy(weight) for weight in model.weights],
+        [(run_dir / f"{name}_{kind}").read_text() for name in ("dev", "test")
+         for kind in ("hypotheses.txt", "scores.json")],
+    )
+
+
+def test_a_second_run_with_the_same_seed_gives_the_same_weights_and_outputs(tiny_run, tmp_path):
+    """Seed for seed on the backend of this process (CI runs it on TensorFlow and JAX)."""
+    run_dir, _ = tiny_run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        mle.train_and_evaluate(tiny_config(), FIXTURE_2017, tmp_path / "again")
+    weights, outputs = _run_outcome(run_dir)
+    again_weights, again_outputs = _run_outcome(tmp_path / "again")
+    assert len(weights) == len(again_weights) == 54
+    for a, b in zip(weights, again_weights):
+        np.testing.assert_array_equal(a, b)
+    assert outputs == again_outputs

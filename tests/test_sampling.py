@@ -1,14 +1,17 @@
 """Schedules, straight-through Gumbel-softmax, TextSampler: exact one-hots, EOS masking,
-gradients reaching every generator weight, the one-step GAN on text, saving, XLA."""
+gradients reaching every generator weight, the one-step GAN on text, saving, XLA.
+
+Backend-neutral (gradients through `onestep_gan.gradients`); CI runs it on TensorFlow and JAX.
+"""
 
 import numpy as np
 import pytest
-import tensorflow as tf  # GradientTape and tf.function only; the module uses keras.ops.
 
 import keras
 from keras import ops
 
 import onestep_gan
+from onestep_gan.gradients import input_gradients, value_and_gradients
 from onestep_gan.rdf2text.discriminator import TextDiscriminator
 from onestep_gan.rdf2text.sampling import (
     ConstantSchedule,
@@ -135,21 +138,22 @@ def test_straight_through_forward_is_exact_one_hot():
 
 
 def test_straight_through_gradient_equals_soft_gradient():
-    logits = tf.Variable(keras.random.normal((4, 9), seed=2))
+    logits = keras.random.normal((4, 9), seed=2)
     weights = keras.random.normal((4, 9), seed=3)
     beta = 0.7
-    with tf.GradientTape() as tape:
-        sample = straight_through_gumbel_softmax(logits, beta, seed=keras.random.SeedGenerator(11))
-        loss = ops.sum(sample * weights)
-    straight_through_gradient = tape.gradient(loss, logits)
-
+    (straight_through_gradient,) = input_gradients(
+        lambda inputs: ops.sum(
+            straight_through_gumbel_softmax(inputs[0], beta, seed=keras.random.SeedGenerator(11)) * weights
+        ),
+        [logits],
+    )
     noise = gumbel_noise((4, 9), seed=keras.random.SeedGenerator(11))  # the same draw
-    with tf.GradientTape() as tape:
-        soft = ops.softmax(beta * (logits + noise), axis=-1)
-        loss = ops.sum(soft * weights)
-    soft_gradient = tape.gradient(loss, logits)
+    (soft_gradient,) = input_gradients(
+        lambda inputs: ops.sum(ops.softmax(beta * (inputs[0] + noise), axis=-1) * weights), [logits]
+    )
+    straight_through_gradient, soft_gradient = map(ops.convert_to_numpy, (straight_through_gradient, soft_gradient))
     np.testing.assert_allclose(straight_through_gradient, soft_gradient, rtol=1e-6, atol=1e-7)
-    assert np.abs(ops.convert_to_numpy(soft_gradient)).max() > 1e-3
+    assert np.abs(soft_gradient).max() > 1e-3
 
 
 # ----------------------------------------------------------------------------- sampler
@@ -177,10 +181,23 @@ def test_sampler_pads_after_eos():
     assert len({int(np.flatnonzero(row == EOS)[0]) for row in ids if EOS in row}) >= 2
 
 
+def _sample_and_output_bias_gradient(sampler):
+    """`(texts, d loss / d output_bias)` of one training call, `loss = sum(texts * token id)`."""
+    def loss():
+        texts = sampler(SOURCE, training=True)
+        return ops.sum(texts * ops.arange(VOCABULARY_SIZE, dtype="float32")), texts
+
+    (_, texts), (gradient,) = value_and_gradients(loss, [sampler.generator.output_bias], has_aux=True)
+    return texts, gradient
+
+
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "tf.function"])
 def test_sampler_stopping_early_fills_the_unwritten_positions_with_pad(compiled):
-    """Every row emits EOS at the first step, so the loop stops after one step and the
-    positions it never wrote must still be exact PAD one-hots, with gradients flowing."""
+    """Every row emits EOS at the first step, so the loop stops after one step (TensorFlow's
+    while loop; the scan of the other backends runs on) and the later positions must still be
+    exact PAD one-hots, with gradients flowing."""
+    if compiled and keras.backend.backend() != "tensorflow":
+        pytest.skip("tf.function: TensorFlow only (JAX compiles the sampler under fit)")
     # EOS wins every Gumbel draw by a margin of ~30; beta = 0.05 keeps the soft sample,
     # and so the gradient, far from saturation.
     sampler = _sampler(schedule=0.05)
@@ -189,33 +206,78 @@ def test_sampler_stopping_early_fills_the_unwritten_positions_with_pad(compiled)
     bias[EOS] = 30.0
     sampler.generator.output_bias.assign(bias)
 
-    def sample_and_grad():
-        with tf.GradientTape() as tape:
-            texts = sampler(SOURCE, training=True)
-            loss = ops.sum(texts * ops.arange(VOCABULARY_SIZE, dtype="float32"))
-        return texts, tape.gradient(loss, sampler.generator.output_bias)
+    if compiled:
+        import tensorflow as tf
 
-    texts, gradient = (tf.function(sample_and_grad) if compiled else sample_and_grad)()
-    ids = np.argmax(ops.convert_to_numpy(texts), axis=-1)
+        texts, gradient = tf.function(lambda: _sample_and_output_bias_gradient(sampler))()
+    else:
+        texts, gradient = _sample_and_output_bias_gradient(sampler)
+    texts, gradient = ops.convert_to_numpy(texts), ops.convert_to_numpy(gradient)
+    ids = np.argmax(texts, axis=-1)
     np.testing.assert_array_equal(ids[:, 0], EOS)
     np.testing.assert_array_equal(ids[:, 1:], PAD)
-    np.testing.assert_array_equal(ops.convert_to_numpy(texts).sum(axis=-1), 1.0)
+    np.testing.assert_array_equal(texts.sum(axis=-1), 1.0)
     assert np.all(np.isfinite(gradient)) and np.any(gradient != 0)
 
 
-def test_the_other_backends_step_buffer_gives_the_same_texts(monkeypatch):
-    """JAX and PyTorch keep the steps in a tensor written by slice_update; TensorFlow in a
-    TensorArray. The forward values must agree (TF has no gradient for the XLA op that
-    slice_update becomes, so only the forward runs here)."""
+def _unrolled_loop(step_fn, carry, xs, variables):
+    """The reference loop: every step a plain Python call, variables assigned directly."""
+    del variables
+    outputs = []
+    for index in range(ops.shape(xs[0])[0]):
+        carry, output = step_fn(carry, keras.tree.map_structure(lambda x: x[index], xs))
+        outputs.append(output)
+    return carry, ops.stack(outputs)
+
+
+def test_the_backends_loop_gives_the_texts_and_gradients_of_an_unrolled_loop(monkeypatch):
+    """TensorFlow's while loop (which stops early) and the scan of JAX / PyTorch (whose body
+    carries the dropout seed states) against the same steps unrolled in Python, with dropout
+    on: the same texts for the same seeds, the same gradients, reaching G's weights; the
+    dropout seeds come out of the loop as concrete, advanced values (on JAX a state assigned
+    inside the scan body would leak a traced value)."""
     from onestep_gan.rdf2text import sampling
 
+    keras.utils.set_random_seed(6)
+    generator = TransformerGenerator(**dict(GENERATOR, dropout=0.3))
+    generator._ensure_built()
+    bias = np.zeros(VOCABULARY_SIZE, "float32")
+    bias[EOS] = 2.0
+    generator.output_bias.assign(bias)
     source = np.repeat(SOURCE, 4, axis=0)
-    generator = _eos_biased_sampler().generator
-    with_tensor_array = ops.convert_to_numpy(TextSampler(generator, seed=2)(source))
-    monkeypatch.setattr(sampling, "_USE_TENSOR_ARRAY", False)
-    with_slice_update = ops.convert_to_numpy(TextSampler(generator, seed=2)(source))
-    np.testing.assert_array_equal(with_tensor_array, with_slice_update)
-    assert PAD in with_slice_update.argmax(axis=-1)  # rows finished: PAD positions compared
+    max_length = 4  # fewer steps: the unrolled reference is slow on JAX
+    weights = keras.random.normal((len(source), max_length, VOCABULARY_SIZE), seed=3)
+    seed_states = [ops.convert_to_numpy(v) for v in generator.non_trainable_variables]
+
+    def run():
+        keras.utils.set_random_seed(9)  # PyTorch's unseeded dropout draws from torch's generator
+        for variable, state in zip(generator.non_trainable_variables, seed_states):
+            variable.assign(state)  # the same dropout seeds for both loops (TensorFlow, JAX)
+        sampler = TextSampler(generator, max_length=max_length, seed=2)
+        texts, gradients = _gradients_of_a_fixed_linear_score(sampler, source, weights)
+        return texts, gradients, [ops.convert_to_numpy(v) for v in generator.non_trainable_variables]
+
+    scanned = keras.backend.backend() not in sampling._WHILE_LOOP_BACKENDS
+    loop_texts, loop_gradients, loop_seeds = run()
+    for variable, gradient in zip(generator.trainable_variables, loop_gradients):
+        assert np.all(np.isfinite(gradient)), variable.path
+        assert _is_key_bias(variable) or np.abs(gradient).max() > 1e-7, variable.path
+    if keras.backend.backend() != "torch":  # see run()
+        for before, after in zip(seed_states, loop_seeds):
+            assert not np.array_equal(before, after)  # the embedding's, encoder's, both decoder blocks'
+    monkeypatch.setattr(sampling, "_WHILE_LOOP_BACKENDS", ())
+    monkeypatch.setattr(sampling, "_scan_with_variables", _unrolled_loop)
+    unrolled_texts, unrolled_gradients, unrolled_seeds = run()
+    np.testing.assert_array_equal(loop_texts, unrolled_texts)
+    ids = loop_texts.argmax(axis=-1)
+    assert len({int(np.flatnonzero(row == EOS)[0]) for row in ids if EOS in row}) >= 2  # PAD compared
+    for a, b in zip(loop_gradients, unrolled_gradients):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    if scanned:
+        # The scan ran every step, the unrolled loop too: the seeds advanced alike. (A while
+        # loop that stopped early drew fewer.)
+        for a, b in zip(loop_seeds, unrolled_seeds):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_sampler_is_reproducible_with_a_seed_and_draws_fresh_noise_per_call():
@@ -257,16 +319,15 @@ def test_regression_every_generator_weight_gets_a_gradient_from_the_discriminato
     sampler = _eos_biased_sampler(feedback_gradient=feedback_gradient)
     discriminator = TextDiscriminator(**DISCRIMINATOR)
     generator_variables = sampler.generator.trainable_variables
-    with tf.GradientTape() as tape:
-        texts = sampler(np.repeat(SOURCE, 4, axis=0), training=True)
-        scores = discriminator([np.repeat(SOURCE, 4, axis=0), texts])
-        loss = ops.mean(scores)
-    gradients = tape.gradient(loss, generator_variables)
+    source = np.repeat(SOURCE, 4, axis=0)
+    _, gradients = value_and_gradients(
+        lambda: ops.mean(discriminator([source, sampler(source, training=True)])), generator_variables
+    )
     # 4 embeddings/bias + 16 per encoder block + 26 per decoder block + 2 final norms x 2.
     assert len(generator_variables) == 4 + 16 * 1 + 26 * 2 + 4
     for variable, gradient in zip(generator_variables, gradients):
         assert gradient is not None, variable.path
-        gradient = ops.convert_to_numpy(gradient)
+        gradient = ops.convert_to_numpy(ops.convert_to_tensor(gradient))
         assert np.all(np.isfinite(gradient)), variable.path
         if _is_key_bias(variable):
             assert np.abs(gradient).max() < 1e-6, variable.path
@@ -274,13 +335,16 @@ def test_regression_every_generator_weight_gets_a_gradient_from_the_discriminato
             assert np.abs(gradient).max() > 1e-7, variable.path
 
 
-def _gradients_of_a_fixed_linear_score(sampler, source):
-    weights = keras.random.normal((len(source), sampler.max_length, VOCABULARY_SIZE), seed=3)
-    with tf.GradientTape() as tape:
+def _gradients_of_a_fixed_linear_score(sampler, source, weights=None):
+    if weights is None:
+        weights = keras.random.normal((len(source), sampler.max_length, VOCABULARY_SIZE), seed=3)
+
+    def loss():
         texts = sampler(source, training=True)
-        loss = ops.sum(texts * weights)
-    gradients = tape.gradient(loss, sampler.generator.trainable_variables)
-    return ops.convert_to_numpy(texts), [ops.convert_to_numpy(g) for g in gradients]
+        return ops.sum(texts * weights), texts
+
+    (_, texts), gradients = value_and_gradients(loss, sampler.generator.trainable_variables, has_aux=True)
+    return ops.convert_to_numpy(texts), [ops.convert_to_numpy(ops.convert_to_tensor(g)) for g in gradients]
 
 
 def _twin_samplers(max_length):
@@ -402,6 +466,12 @@ def test_sampler_bad_arguments_raise():
 @pytest.mark.slow  # XLA compilation of the loop and its gradient: ~30 s on 2 CPU cores.
 @pytest.mark.parametrize("feedback_gradient", [True, False], ids=["full", "no_feedback"])
 def test_sampler_forward_and_backward_compile_with_xla(feedback_gradient):
+    """TensorFlow's while loop under `jit_compile` (JAX always compiles with XLA: see the
+    compiled fit of `test_one_step_gan_fits_text_for_two_steps`)."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("tf.function(jit_compile=True): TensorFlow only")
+    import tensorflow as tf
+
     sampler = _eos_biased_sampler(feedback_gradient=feedback_gradient)
     variables = sampler.generator.trainable_variables
     weights = keras.random.normal((3, MAX_LENGTH, VOCABULARY_SIZE), seed=1)

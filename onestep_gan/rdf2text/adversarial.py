@@ -166,7 +166,12 @@ class DiscriminatorPretrainer(keras.Model):
         self.trackers = {name: keras.metrics.Mean(name=name) for name in names}
 
     def build(self, input_shape=None):
-        self.built = True  # the sampler and D build themselves on their first call
+        # D is first called in `compute_loss`, which Keras' symbolic build does not run: D
+        # would create its variables inside the first (traced) test or train step, which JAX's
+        # stateless step cannot hold (D's dropout seeds came back as None). Every size comes
+        # from D's config, so it is built here.
+        self.discriminator._ensure_built()
+        self.built = True
 
     def call(self, source_ids, training=None):
         return ops.stop_gradient(self.sampler(source_ids, training=False))

@@ -2,13 +2,13 @@
 
 - `generate`: cached (or uncached reference) greedy / beam decoding of a batch of source ids,
   the search of `decoding.py` driven by the model's `decode_step`.
-- `make_generate_function`: `generate` compiled with `tf.function`, one trace per shape.
+- `make_generate_function`: `generate` compiled for the Keras backend (`tf.function` on
+  TensorFlow, `jax.jit` on JAX; eager on PyTorch), one trace per input shape.
 - `decode_examples`: `EncodedExample`s -> texts, batched by `datasets.source_batches`.
 - `generate_texts`: sets of triples -> texts, for users and the CLI.
 """
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from onestep_gan.rdf2text import datasets, decoding
@@ -103,13 +103,13 @@ def make_generate_function(
     use_cache=True,
     return_candidates=False,
 ):
-    """`generate` compiled with `tf.function`: `(batch, source_len)` ids -> output ids.
+    """`generate` compiled for the backend: `(batch, source_len)` ids -> output ids.
 
     It traces once per input shape; `datasets.source_batches` keeps the shapes few. (Eager
-    decoding runs the `while_loop` body op by op and is several times slower on CPU.)
+    decoding runs the `while_loop` body op by op and is several times slower on CPU.) The
+    compiled function reads the model's current weights at every call.
     """
 
-    @tf.function
     def generate_function(source_ids):
         return generate(
             model,
@@ -122,7 +122,46 @@ def make_generate_function(
             return_candidates=return_candidates,
         )
 
-    return generate_function
+    return compile_for_backend(model, generate_function)
+
+
+def compile_for_backend(model, function):
+    """`function(inputs)`, which calls `model` for inference, compiled for the Keras backend.
+
+    - TensorFlow: `tf.function` (it reads the variables when it runs).
+    - JAX: `jax.jit` of a stateless version that takes the model's variable values as
+      arguments, passed anew at each call: a jitted closure would bake the weights it saw at
+      its first trace into the compiled function, and later calls would decode with them.
+    - PyTorch: eager, without autograd bookkeeping (`torch.no_grad`).
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function)
+    if backend == "jax":
+        import jax
+
+        model._ensure_built()
+        variables = list(model.variables)
+
+        def stateless(values, inputs):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return function(inputs)
+
+        compiled = jax.jit(stateless)
+        return lambda inputs: compiled([variable.value for variable in variables], inputs)
+    if backend == "torch":
+        import torch
+
+        def without_autograd(inputs):
+            with torch.no_grad():
+                return function(inputs)
+
+        return without_autograd
+    raise ValueError(
+        f"Expected the tensorflow, jax or torch Keras backend. Received: backend={backend!r}"
+    )
 
 
 def decode_examples(generate_function, examples, preprocessor, batch_size, progress=True, reranker=None):

@@ -73,7 +73,10 @@ class PositionEmbedding(keras.layers.Layer):
     def call(self, inputs, start_index=0):
         length = ops.shape(inputs)[1]
         hidden_dim = ops.shape(self.position_embeddings)[1]
-        positions = ops.slice(self.position_embeddings, (start_index, 0), (length, hidden_dim))
+        # The variable's value, not the variable: JAX's `slice` does not take a Keras Variable.
+        positions = ops.slice(
+            ops.convert_to_tensor(self.position_embeddings), (start_index, 0), (length, hidden_dim)
+        )
         return inputs + ops.cast(positions, inputs.dtype)[None, :, :]
 
     def get_config(self):

@@ -198,42 +198,38 @@ def straight_through_gumbel_softmax(logits, inverse_temperature=1.0, seed=None):
 
 
 # ----------------------------------------------------------------------------- sampler
-# False makes TensorFlow use the other backends' buffer too (tests compare the two).
-_USE_TENSOR_ARRAY = True
+# Backends whose loop is `ops.while_loop`: TensorFlow backpropagates through it, and it stops
+# once every row has finished. JAX cannot reverse-differentiate a while loop (its trip count is
+# data-dependent), so the other backends scan over all `max_length` steps; rows that have
+# finished emit exact PAD one-hots, so the texts are the same. (Keras' TensorFlow `scan` would
+# not do there: it stacks outputs shaped like the whole carry. Tests compare each backend's
+# loop with the same steps unrolled in Python.)
+_WHILE_LOOP_BACKENDS = ("tensorflow",)
 
 
-class _StepBuffer:
-    """The loop's per-step outputs, `max_length` slots of `(batch, vocab)`.
+def _scan_with_variables(step_fn, carry, xs, variables):
+    """`keras.ops.scan(step_fn, carry, xs)` where `step_fn` may assign `variables`.
 
-    Writing a step into a `(max_length, batch, vocab)` tensor with `ops.where` costs the
-    whole tensor per step, forward and backward: O(max_length^2) in all; at WebNLG sizes
-    on CPU the sampler's forward and backward took 2.4 s that way and 1.7 s with the
-    `TensorArray` that TensorFlow uses here, whose write and its gradient cost one slot.
-    Other backends use `ops.slice_update`, which XLA (JAX) performs in place. Unwritten
-    slots stack as zeros.
+    A scan body must be a pure function on JAX: a variable assigned inside it (a dropout
+    layer's seed state) would leak a traced value out of the loop. The variables' values ride
+    in the carry instead, read and written through a `StatelessScope` in each step, and are
+    assigned once after the loop: the same values, in the same order, as the steps assigning
+    them directly. Unlisted variables (the trainable weights) are read from the enclosing scope.
     """
+    from onestep_gan.gradients import forwarding_scope
 
-    def __init__(self, max_length, batch_size, vocabulary_size, dtype):
-        self.shape = (max_length, batch_size, vocabulary_size)
-        self.dtype = dtype
-        self.use_tensor_array = _USE_TENSOR_ARRAY and keras.backend.backend() == "tensorflow"
+    variables = list(variables)
 
-    def empty(self):
-        if self.use_tensor_array:
-            import tensorflow as tf
+    def body(state, inputs):
+        carry, values = state
+        with forwarding_scope(list(zip(variables, values))) as scope:
+            carry, outputs = step_fn(carry, inputs)
+        return (carry, [scope.get_current_value(variable) for variable in variables]), outputs
 
-            return tf.TensorArray(
-                self.dtype, size=self.shape[0], element_shape=(None, self.shape[2])
-            )
-        return ops.zeros(self.shape, dtype=self.dtype)
-
-    def write(self, buffer, step, sample):
-        if self.use_tensor_array:
-            return buffer.write(step, sample)
-        return ops.slice_update(buffer, (step, 0, 0), sample[None])
-
-    def stack(self, buffer):
-        return buffer.stack() if self.use_tensor_array else buffer
+    (carry, values), outputs = ops.scan(body, (carry, [variable.value for variable in variables]), xs)
+    for variable, value in zip(variables, values):
+        variable.assign(value)
+    return carry, outputs
 
 
 @keras.saving.register_keras_serializable(package="onestep_gan")
@@ -241,11 +237,13 @@ class TextSampler(keras.Model):
     """Free-running, differentiable text generation from a `TransformerGenerator`.
 
     Each step feeds the previous step's straight-through Gumbel one-hot back into the
-    generator's cached `decode_step` (one decoder position per token), inside a
-    `keras.ops.while_loop` with `maximum_iterations=max_length`, which backpropagates
-    eagerly, in a `tf.function` and under XLA. A row that has emitted EOS is finished:
-    its later positions are exact PAD one-hots (no gradient), the padding real texts have.
-    The loop stops early once every row is finished.
+    generator's cached `decode_step` (one decoder position per token). A row that has
+    emitted EOS is finished: its later positions are exact PAD one-hots (no gradient), the
+    padding real texts have. On TensorFlow the loop is a `keras.ops.while_loop` with
+    `maximum_iterations=max_length`, which backpropagates eagerly, in a `tf.function` and
+    under XLA, and stops early once every row is finished. On JAX (and PyTorch) it is a
+    `keras.ops.scan` over all `max_length` steps, which JAX can differentiate (a while
+    loop's trip count depends on the data); the finished rows' PAD makes the texts the same.
 
     The inverse temperature is `schedule(step_counter)`; `step_counter` is a non-trainable
     int64 variable incremented by every call with `training=True` (once per `fit` step
@@ -372,45 +370,64 @@ class TextSampler(keras.Model):
     def _free_run(self, memory, source_mask, source_ids, noise, beta, training):
         """The autoregressive loop: `(batch, max_length, vocab)` straight-through one-hots."""
         generator = self.generator
-        vocabulary_size = generator.vocabulary_size
-        max_length = self.max_length
         batch_size = ops.shape(memory)[0]
-        cache = generator.init_cache(memory, source_mask, max_length, source_ids=source_ids)
+        cache = generator.init_cache(memory, source_mask, self.max_length, source_ids=source_ids)
         pad_one_hot = self._pad_one_hot(memory.dtype)
-
-        step = ops.convert_to_tensor(0, dtype="int32")
         token = ops.cast(
-            ops.one_hot(ops.full((batch_size,), generator.bos_id, "int32"), vocabulary_size),
+            ops.one_hot(ops.full((batch_size,), generator.bos_id, "int32"), generator.vocabulary_size),
             memory.dtype,
         )  # (batch, vocab): BOS
         finished = ops.zeros((batch_size,), dtype="bool")
-        steps = _StepBuffer(max_length, batch_size, vocabulary_size, memory.dtype)
+
+        def sample_step(token, finished, cache, step, step_noise):
+            """One position: the sample (PAD for finished rows), the updated flags and cache."""
+            logits, cache = generator.decode_step(token, step, cache, training=training)
+            scores = beta * (ops.cast(logits, noise.dtype) + step_noise)
+            sample = _straight_through_softmax(scores)  # (batch, vocab)
+            sample = ops.where(finished[:, None], pad_one_hot, sample)
+            finished = ops.logical_or(finished, ops.argmax(sample, axis=-1) == generator.eos_id)
+            return sample, finished, cache
+
+        if keras.backend.backend() in _WHILE_LOOP_BACKENDS:
+            texts = self._while_loop(sample_step, token, finished, cache, noise, pad_one_hot)
+        else:
+
+            def scan_step(carry, inputs):
+                sample, finished, cache = sample_step(*carry, *inputs)
+                return (sample, finished, cache), sample
+
+            steps = ops.arange(self.max_length, dtype="int32")
+            _, texts = _scan_with_variables(
+                scan_step, (token, finished, cache), (steps, noise), generator.non_trainable_variables
+            )  # (max_length, batch, vocab)
+        return ops.transpose(texts, (1, 0, 2))
+
+    def _while_loop(self, sample_step, token, finished, cache, noise, pad_one_hot):
+        """`sample_step` in a while loop that stops once every row is finished; the steps are
+        kept in a `TensorArray` (TensorFlow only), whose write and its gradient cost one slot
+        (an `ops.where` into a `(max_length, batch, vocab)` tensor costs the whole tensor per
+        step, forward and backward: 2.4 s instead of 1.7 s at WebNLG sizes on CPU).
+        Returns `(max_length, batch, vocab)`."""
+        import tensorflow as tf
+
+        max_length = self.max_length
 
         def condition(step, token, finished, written, cache):
             return ops.logical_and(step < max_length, ops.logical_not(ops.all(finished)))
 
         def body(step, token, finished, written, cache):
-            logits, cache = generator.decode_step(token, step, cache, training=training)
-            scores = beta * (ops.cast(logits, noise.dtype) + ops.take(noise, step, axis=0))
-            sample = _straight_through_softmax(scores)  # (batch, vocab)
-            sample = ops.where(finished[:, None], pad_one_hot, sample)
-            written = steps.write(written, step, sample)
-            finished = ops.logical_or(
-                finished, ops.argmax(sample, axis=-1) == generator.eos_id
-            )
-            return step + 1, sample, finished, written, cache
+            sample, finished, cache = sample_step(token, finished, cache, step, ops.take(noise, step, axis=0))
+            return step + 1, sample, finished, written.write(step, sample), cache
 
+        written = tf.TensorArray(noise.dtype, size=max_length, element_shape=(None, ops.shape(noise)[2]))
+        step = ops.convert_to_tensor(0, dtype="int32")
         num_steps, _, _, written, _ = ops.while_loop(
-            condition,
-            body,
-            (step, token, finished, steps.empty(), cache),
-            maximum_iterations=max_length,
+            condition, body, (step, token, finished, written, cache), maximum_iterations=max_length
         )
-        texts = steps.stack(written)  # (max_length, batch, vocab)
-        # Positions after an early stop (every row finished) were never written: PAD.
+        # Positions after an early stop (every row finished) were never written (they stack as
+        # zeros): PAD.
         unwritten = ops.arange(max_length, dtype="int32") >= num_steps
-        texts = ops.where(unwritten[:, None, None], pad_one_hot[None], texts)
-        return ops.transpose(texts, (1, 0, 2))
+        return ops.where(unwritten[:, None, None], pad_one_hot[None], written.stack())
 
     def _rescore(self, texts, memory, source_mask, source_ids, noise, beta, training):
         """Gradients for sampled `texts` from one teacher-forced pass over their own prefix.
