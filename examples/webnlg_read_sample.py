@@ -1,0 +1,73 @@
+"""Prints a seeded random sample of a run's outputs beside their triples, for reading by hand.
+
+Scores do not show which facts an output gets wrong; reading does. This prints, for `--count`
+random entries of a split, the input triples, the run's output and the slot aligner's label for
+each triple (correct / missing / wrong, see `faithfulness.SlotAligner`), so a reader can count
+the outputs that state a false fact and check the aligner's labels while doing it.
+
+    python examples/webnlg_read_sample.py --data-dir ../shared/webnlg/2017 \\
+        --hypotheses runs/default/mle/test_hypotheses.txt --split test --count 30 --seed 0
+
+The same seed picks the same entries for any hypotheses file of the split, so two runs can be
+read on the same 30 inputs (`--hypotheses` may be given several times: outputs side by side).
+"""
+
+import argparse
+import pathlib
+import random
+import sys
+
+from onestep_gan.rdf2text import faithfulness, webnlg
+
+
+def read_hypotheses(path, expected):
+    lines = pathlib.Path(path).read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    if len(lines) != expected:
+        raise ValueError(f"{path}: expected {expected} lines (one per entry). Received: {len(lines)}")
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hypotheses", action="append", required=True, help="one output per line")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--split", default="test", choices=("dev", "test"))
+    parser.add_argument("--count", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--aligner", default=None, help="a saved aligner.json (default: mined from train)")
+    args = parser.parse_args(argv)
+
+    entries = webnlg.load_webnlg(args.split, args.data_dir)
+    try:
+        outputs = [read_hypotheses(path, len(entries)) for path in args.hypotheses]
+    except (OSError, ValueError) as error:
+        sys.exit(f"error: {error}")
+    if args.aligner:
+        aligner = faithfulness.SlotAligner.load(args.aligner)
+    else:
+        aligner = faithfulness.SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir))
+    indices = sorted(random.Random(args.seed).sample(range(len(entries)), min(args.count, len(entries))))
+    flagged = [0] * len(outputs)
+    for number, index in enumerate(indices, 1):
+        entry = entries[index]
+        seen = "" if entry.seen is None else (" seen" if entry.seen else " UNSEEN")
+        print(f"[{number}] {entry.entry_id} ({entry.category}{seen})")
+        for triple in entry.triples:
+            print(f"    {triple.subject} | {triple.predicate} | {triple.object}")
+        for column, (path, lines) in enumerate(zip(args.hypotheses, outputs)):
+            judgement = aligner.judge(entry.triples, lines[index])
+            flagged[column] += not judgement.is_faithful
+            labels = "".join(label[0] for label in judgement.labels)
+            extra = f" extra={list(judgement.extra_entities)}" if judgement.extra_entities else ""
+            name = f"{pathlib.Path(path).parent.name}/" if len(outputs) > 1 else ""
+            print(f"  {name}-> {lines[index]}")
+            print(f"     aligner: {labels}{extra}")
+        print()
+    for path, count in zip(args.hypotheses, flagged):
+        print(f"{path}: the aligner flags {count} of {len(indices)} outputs")
+
+
+if __name__ == "__main__":
+    main()
