@@ -120,6 +120,10 @@ def test_a_generator_decodes_and_samples_on_another_backend_as_on_tensorflow(tar
         np.testing.assert_array_equal(received[name], expected[name], err_msg=name)
     np.testing.assert_allclose(received["candidate_scores"], expected["candidate_scores"], rtol=1e-5)
     for index, variable in enumerate(generator.trainable_variables):
+        # Float32 sums in another order: an absolute tolerance relative to the gradient's scale
+        # (entries near 0 of an O(1) gradient differ by ~1e-6 across backends).
+        expected_gradient = expected[f"gradient_{index}"]
         np.testing.assert_allclose(
-            received[f"gradient_{index}"], expected[f"gradient_{index}"], rtol=1e-4, atol=1e-6, err_msg=variable.path
+            received[f"gradient_{index}"], expected_gradient, rtol=1e-4,
+            atol=1e-5 * max(1.0, float(np.abs(expected_gradient).max())), err_msg=variable.path,
         )
