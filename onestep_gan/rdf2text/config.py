@@ -101,6 +101,10 @@ class MLEConfig(_Serialisable):
     min_token_count: int = 2  # rarer train tokens become UNK, so the model sees UNK in training
     max_source_length: int = 64  # longest WebNLG 2017 delexicalised source: 57 tokens
     max_target_length: int = 72  # longest train text: 68 tokens, + BOS/EOS
+    # Predicates delexicalised too (`PRED_1`, ...; preprocessing.py), copied by the pointer like
+    # entities: unseen categories' predicate words are mostly out of vocabulary. The longest
+    # source grows by one token per triple (test: 64).
+    predicate_placeholders: bool = False
     bucket_boundaries: tuple = DEFAULT_BUCKET_BOUNDARIES
     # Model
     model_dim: int = 128
