@@ -98,7 +98,10 @@ def test_predicate_placeholders_get_ids_and_the_copy_ids_but_not_the_entity_ids(
 
 def test_a_vocabulary_with_predicate_placeholders_needs_the_option():
     preprocessor = TextPreprocessor.build(load_fixture("train"), 64, 64, predicate_placeholders=True)
-    with pytest.raises(ValueError, match="predicate_placeholders=True"):
+    with pytest.raises(ValueError, match="holds predicate placeholders .* trained with predicate_placeholders=True"):
         TextPreprocessor(preprocessor.vocabulary, 64, 64)
+    default = TextPreprocessor.build(load_fixture("train"), 64, 64)
+    with pytest.raises(ValueError, match="has no predicate placeholders .* trained with predicate_placeholders=False"):
+        TextPreprocessor(default.vocabulary, 64, 64, predicate_placeholders=True)
     config = MLEConfig(predicate_placeholders=True)
     assert runs.preprocessor_for(config, preprocessor.vocabulary).predicate_placeholders

@@ -54,8 +54,8 @@ class TextPreprocessor:
         max_target_length: decoder length, BOS/EOS included: texts longer than
             `max_target_length - 1` tokens are truncated.
         predicate_placeholders: delexicalise predicates too (`PRED_1`, ...), as the run was
-            trained (`MLEConfig.predicate_placeholders`). A vocabulary that holds predicate
-            placeholders needs it on.
+            trained (`MLEConfig.predicate_placeholders`); on if and only if the vocabulary
+            holds predicate placeholders.
 
     Example:
     >>> preprocessor = TextPreprocessor.build(train_entries, 64, 72, min_count=2)
@@ -73,10 +73,13 @@ class TextPreprocessor:
         self.max_source_length = int(max_source_length)
         self.max_target_length = int(max_target_length)
         self.predicate_placeholders = bool(predicate_placeholders)
-        if not self.predicate_placeholders and self.predicate_placeholder_ids:
+        # Every source of a run with predicate placeholders holds PRED_1, so its vocabulary does.
+        if self.predicate_placeholders != bool(self.predicate_placeholder_ids):
+            holds = "holds" if self.predicate_placeholder_ids else "has no"
             raise ValueError(
-                "The vocabulary holds predicate placeholders (PRED_1, ...): its run was trained with "
-                "predicate_placeholders=True. Received: predicate_placeholders=False"
+                f"The vocabulary {holds} predicate placeholders (PRED_1, ...): its run was trained with "
+                f"predicate_placeholders={not self.predicate_placeholders}. "
+                f"Received: predicate_placeholders={self.predicate_placeholders}"
             )
 
     @classmethod
