@@ -93,7 +93,7 @@ class TextPreprocessor:
         counts, which are high: every source holds `ENT_1`, `ENT_2` and, with
         `predicate_placeholders`, `PRED_1`."""
         token_lists = []
-        for _, example in _delexicalise(train_entries, for_training=True, predicate_placeholders=predicate_placeholders):
+        for _, example in _delexicalise(train_entries, True, predicate_placeholders):  # for training
             token_lists.append(example.source_tokens)
             token_lists.append(example.target_tokens)
         vocabulary = Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
