@@ -32,7 +32,7 @@ def config():
     return MLEConfig.quick(
         model_dim=16, num_heads=2, feedforward_dim=32, max_source_length=32, max_target_length=24,
         batch_size=1, epochs=3, decode_batch_size=4, decode_method="greedy", num_logged_samples=1,
-        early_stopping_patience=5, warmup_steps=2, verbose=2, epoch_seeded_shuffle=True,
+        early_stopping_patience=5, warmup_steps=2, verbose=2,  # the default data order: epoch-seeded
     )
 
 

@@ -157,3 +157,27 @@ def test_a_second_run_with_the_same_seed_gives_the_same_weights_and_outputs(tiny
     for a, b in zip(weights, again_weights):
         np.testing.assert_array_equal(a, b)
     assert outputs == again_outputs
+
+
+def test_a_run_with_predicate_placeholders_trains_copies_them_and_generates_with_them(tmp_path):
+    config = tiny_config(predicate_placeholders=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        results = mle.train_and_evaluate(config, FIXTURE_2017, tmp_path)
+    assert results["test"]["all"]["count"] == 2
+    assert json.loads((tmp_path / "config.json").read_text())["predicate_placeholders"] is True
+    model, preprocessor, loaded = runs.load_run(tmp_path)  # the saved run decodes with the option
+    assert loaded == config and preprocessor.predicate_placeholders
+    tokens = preprocessor.vocabulary.tokens
+    assert [tokens[index] for index in preprocessor.predicate_placeholder_ids] == ["PRED_1", "PRED_2"]
+    assert model.placeholder_ids == preprocessor.copy_ids  # the pointer copies PRED_k too
+    for name in ("dev", "test"):
+        assert "PRED_" not in (tmp_path / f"{name}_hypotheses.txt").read_text()
+    triples = [("Alan_Bean", "birthPlace", "Wheeler,_Texas")]
+    (example,) = preprocessor.encode_triples([triples])
+    output_ids = keras.ops.convert_to_numpy(inference.generate(model, [example.source_ids], method="greedy"))
+    predicate_ids = set(preprocessor.predicate_placeholder_ids)
+    # Only the input's predicate placeholder can be written: PRED_2 is not in this source.
+    assert set(output_ids[0].tolist()) & predicate_ids <= set(example.source_ids) & predicate_ids
+    (text,) = inference.generate_texts(model, preprocessor, [triples], method="greedy")
+    assert isinstance(text, str) and "PRED_" not in text

@@ -1,8 +1,9 @@
 import pytest
 
 from onestep_gan.rdf2text.preprocessing import (
-    SPECIAL_SOURCE_TOKENS, delexicalise, detokenize, linearise, normalise_entity,
-    relexicalise, split_predicate, tokenize, write_out)
+    SPECIAL_SOURCE_TOKENS, delexicalise, detokenize, is_placeholder, is_predicate_placeholder,
+    linearise, normalise_entity, relexicalise, relexicalise_predicates, split_predicate, tokenize,
+    write_out)
 from onestep_gan.rdf2text.webnlg import Triple
 
 ALAN_BEAN = [
@@ -116,3 +117,65 @@ def test_relexicalise_writes_iso_dates_out_as_references_do():
         "Luigi Rossi was born on 12 March 1950.")
     assert relexicalise(["ENT_3", "ENT_4"], entity_map) == ["1950-13-40", "4000.0"]  # not a date; a number
     assert write_out("2013-09-01") == "1 September 2013" and write_out("Wheeler, Texas") == "Wheeler, Texas"
+
+
+def test_predicate_placeholders_in_source_and_text_and_back():
+    triples = [
+        Triple("United_States", "language", "English_language"),
+        Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
+        Triple("Wheeler,_Texas", "country", "United_States"),
+        Triple("Elliot_See", "birthPlace", "Dallas"),  # a repeated predicate: one placeholder
+    ]
+    text = ("Alan Bean was born in Wheeler, Texas and Elliot See in Dallas, both in the Country of "
+            "the United States, where the English language is spoken.")
+    example = delexicalise(triples, text, predicate_placeholders=True)
+    assert example.source_tokens == [
+        "<S>", "ENT_1", "<P>", "PRED_1", "language", "<O>", "ENT_2",
+        "<S>", "ENT_3", "<P>", "PRED_2", "birth", "place", "<O>", "ENT_4",
+        "<S>", "ENT_4", "<P>", "PRED_3", "country", "<O>", "ENT_1",
+        "<S>", "ENT_5", "<P>", "PRED_2", "birth", "place", "<O>", "ENT_6"]
+    assert example.predicate_map == {"PRED_1": "language", "PRED_2": "birth place", "PRED_3": "country"}
+    # "birth place" is not in the text; "language" only inside the entity "English language";
+    # "Country" matches ignoring case.
+    assert example.target_tokens == [
+        "ENT_3", "was", "born", "in", "ENT_4", "and", "ENT_5", "in", "ENT_6", ",", "both", "in", "the",
+        "PRED_3", "of", "the", "ENT_1", ",", "where", "the", "ENT_2", "is", "spoken", "."]
+    assert detokenize(relexicalise(example.target_tokens, example.entity_map, example.predicate_map)) == (
+        "Alan Bean was born in Wheeler, Texas and Elliot See in Dallas, both in the country of "
+        "the United States, where the English language is spoken.")
+    # Off (the default): the entity delexicalisation alone, as before.
+    default = delexicalise(triples, text)
+    assert default.predicate_map == {}
+    assert default.source_tokens == [token for token in example.source_tokens if not is_predicate_placeholder(token)]
+    assert "Country" in default.target_tokens
+
+
+@pytest.mark.parametrize("triples, text, expected", [
+    # longest phrase first: "largest city" is not split into "largest" + the PRED of "city"
+    ([Triple("Texas", "largestCity", "Houston"), Triple("Akron_Zips", "city", "Akron,_Ohio")],
+     "Houston is the largest city of Texas; the Akron Zips play in the city of Akron, Ohio.",
+     ["ENT_2", "is", "the", "PRED_1", "of", "ENT_1", ";", "the", "ENT_3", "play", "in", "the", "PRED_2",
+      "of", "ENT_4", "."]),
+    # a phrase with a content word is replaced; one of stopwords only is not
+    ([Triple("Bern", "isPartOf", "Switzerland")], "Bern is part of Switzerland.",
+     ["ENT_1", "PRED_1", "ENT_2", "."]),
+    ([Triple("Bern", "in", "Switzerland")], "Bern is in Switzerland.", ["ENT_1", "is", "in", "ENT_2", "."]),
+    # whole tokens only: "leaders" is not "leader"
+    ([Triple("Akron", "leader", "Bob")], "The leaders of Akron include Bob; its Leader is Bob.",
+     ["The", "leaders", "of", "ENT_1", "include", "ENT_2", ";", "its", "PRED_1", "is", "ENT_2", "."]),
+])
+def test_delexicalise_text_with_predicate_placeholders(triples, text, expected):
+    assert delexicalise(triples, text, predicate_placeholders=True).target_tokens == expected
+
+
+def test_predicate_placeholders_are_not_entity_placeholders():
+    assert is_predicate_placeholder("PRED_12") and not is_placeholder("PRED_12")
+    assert is_placeholder("ENT_1") and not is_predicate_placeholder("ENT_1")
+    assert not is_predicate_placeholder("PRED") and not is_predicate_placeholder("PRED_1x")
+    # The reranker's view: predicates put back, entity placeholders kept, unknown ones dropped.
+    predicate_map = {"PRED_1": "birth place", "PRED_2": "ISBN number"}
+    assert relexicalise_predicates(["ENT_1", "'s", "PRED_1", "is", "ENT_2", "PRED_9"], predicate_map) == [
+        "ENT_1", "'s", "birth", "place", "is", "ENT_2"]
+    assert relexicalise(["its", "PRED_2", "is", "ENT_1", "PRED_3"], {"ENT_1": "0-7"}, predicate_map) == [
+        "its", "ISBN", "number", "is", "0-7"]
+    assert relexicalise(["PRED_1", "x"], {}) == ["x"]

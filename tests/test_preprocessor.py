@@ -5,7 +5,8 @@ import warnings
 
 import pytest
 
-from onestep_gan.rdf2text import webnlg
+from onestep_gan.rdf2text import runs, webnlg
+from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.vocabulary import Vocabulary
 from tests.conftest import fixture_2017_dir
@@ -72,3 +73,35 @@ def test_encode_triples_accepts_tuples_and_refuses_empty_sets():
         preprocessor.encode_triples([[("A", "b", "C")], []])
     with pytest.raises(ValueError, match="max_target_length >= 2"):
         TextPreprocessor(preprocessor.vocabulary, 4, 1)
+
+
+def test_predicate_placeholders_get_ids_and_the_copy_ids_but_not_the_entity_ids():
+    entries = load_fixture("train")
+    preprocessor = TextPreprocessor.build(entries, 64, 64, predicate_placeholders=True)
+    tokens = preprocessor.vocabulary.tokens
+    assert [tokens[index] for index in preprocessor.placeholder_ids] == ["ENT_1", "ENT_2", "ENT_3"]
+    assert [tokens[index] for index in preprocessor.predicate_placeholder_ids] == ["PRED_1", "PRED_2"]
+    assert preprocessor.copy_ids == (4, 5, 10, 12, 15)  # ENT_1, ENT_2, PRED_1, ENT_3, PRED_2
+    (example,) = preprocessor.encode_entries(entries[-1:], for_training=False)
+    assert preprocessor.vocabulary.decode(example.source_ids) == [
+        "<S>", "ENT_1", "<P>", "PRED_1", "birth", "place", "<O>", "ENT_2",
+        "<S>", "ENT_1", "<P>", "PRED_2", "birth", "date", "<O>", "ENT_3"]
+    assert example.predicate_map == {"PRED_1": "birth place", "PRED_2": "birth date"}
+    ids = preprocessor.vocabulary.encode(["the", "PRED_1", "is", "ENT_2", "."], add_eos=True)
+    assert preprocessor.decode(ids, example.entity_map, example.predicate_map) == (
+        "the birth place is Wheeler, Texas.")
+    # Off (the default): no predicate ids, and the generator copies the entity placeholders alone.
+    default = TextPreprocessor.build(entries, 64, 64)
+    assert default.predicate_placeholder_ids == () and default.copy_ids == default.placeholder_ids == (4, 5, 11)
+    assert default.encode_entries(entries[-1:], for_training=False)[0].predicate_map == {}
+
+
+def test_a_vocabulary_with_predicate_placeholders_needs_the_option():
+    preprocessor = TextPreprocessor.build(load_fixture("train"), 64, 64, predicate_placeholders=True)
+    with pytest.raises(ValueError, match="holds predicate placeholders .* trained with predicate_placeholders=True"):
+        TextPreprocessor(preprocessor.vocabulary, 64, 64)
+    default = TextPreprocessor.build(load_fixture("train"), 64, 64)
+    with pytest.raises(ValueError, match="has no predicate placeholders .* trained with predicate_placeholders=False"):
+        TextPreprocessor(default.vocabulary, 64, 64, predicate_placeholders=True)
+    config = MLEConfig(predicate_placeholders=True)
+    assert runs.preprocessor_for(config, preprocessor.vocabulary).predicate_placeholders

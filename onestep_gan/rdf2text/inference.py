@@ -11,7 +11,7 @@
 import keras
 from keras import ops
 
-from onestep_gan.rdf2text import datasets, decoding
+from onestep_gan.rdf2text import datasets, decoding, preprocessing
 
 
 def _uncached_step_fn(model):
@@ -179,12 +179,17 @@ def decode_examples(generate_function, examples, preprocessor, batch_size, progr
         if reranker is None:
             output_ids = keras.ops.convert_to_numpy(outputs)
             for row, index in enumerate(indices):
-                texts[index] = preprocessor.decode(output_ids[row], examples[index].entity_map)
+                example = examples[index]
+                texts[index] = preprocessor.decode(output_ids[row], example.entity_map, example.predicate_map)
         else:
             candidate_ids = keras.ops.convert_to_numpy(outputs[0])  # (batch, beam, length)
             for row, index in enumerate(indices):
                 example = examples[index]
-                candidates = [preprocessor.vocabulary.decode(ids) for ids in candidate_ids[row]]
+                # The reranker reads entity placeholders and words: predicates are put back first.
+                candidates = [
+                    preprocessing.relexicalise_predicates(preprocessor.vocabulary.decode(ids), example.predicate_map)
+                    for ids in candidate_ids[row]
+                ]
                 best = reranker.choose(example.triples, candidates, example.entity_map)
                 texts[index] = preprocessor.relexicalise(candidates[best], example.entity_map)
         if progress_bar is not None:
@@ -208,7 +213,9 @@ def generate_texts(
 
     Args:
         model: a trained `TransformerGenerator`.
-        preprocessor: its `TextPreprocessor` (`runs.load_run` returns both).
+        preprocessor: its `TextPreprocessor` (`runs.load_run` returns both); it encodes the
+            triples as the model was trained, predicate placeholders included when the run's
+            `config.json` has `predicate_placeholders`.
         triple_sets: list of triple sets; each triple a `webnlg.Triple` or a
             `(subject, predicate, object)` tuple, in WebNLG spelling (`Alan_Bean`).
         method, beam_width, length_penalty, max_length: see `generate`.

@@ -149,7 +149,7 @@ def build_model(config, preprocessor):
         num_decoder_layers=config.num_decoder_layers,
         dropout=config.dropout,
         **preprocessor.special_ids,
-        placeholder_ids=preprocessor.placeholder_ids if config.copy_placeholders else (),
+        placeholder_ids=preprocessor.copy_ids if config.copy_placeholders else (),
     )
 
 
@@ -229,7 +229,8 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     dev_entries = runs.load_split("dev", data_dir, config.max_eval_entries, config.seed)
     test_entries = runs.load_split("test", data_dir, config.max_eval_entries, config.seed)
     preprocessor = TextPreprocessor.build(
-        train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count
+        train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count,
+        predicate_placeholders=config.predicate_placeholders,
     )
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)
     dev_loss_examples = preprocessor.encode_entries(dev_entries, for_training=True)

@@ -7,7 +7,9 @@ The one place where text meets ids, both ways:
 
 It owns the vocabulary, the length limits and the special token ids (from `Vocabulary`:
 PAD=0, UNK=1, BOS=2, EOS=3); the models, datasets and decoders take their ids from it
-(`preprocessor.special_ids`) rather than from defaults of their own.
+(`preprocessor.special_ids`) rather than from defaults of their own. It also owns whether
+predicates are delexicalised (`predicate_placeholders`, `preprocessing` module docstring), so a
+run's preprocessor (`runs.preprocessor_for`) encodes new inputs the way its model was trained.
 """
 
 import dataclasses
@@ -31,6 +33,8 @@ class EncodedExample:
             encoded for decoding.
         entity_map: placeholder -> entity, for `preprocessing.relexicalise`.
         triples: the entry's triples (for judging outputs, e.g. reranking beam candidates).
+        predicate_map: predicate placeholder -> predicate words, for `preprocessing.relexicalise`;
+            empty without predicate placeholders.
     """
 
     entry_id: str
@@ -38,6 +42,7 @@ class EncodedExample:
     target_ids: tuple | None
     entity_map: dict
     triples: tuple = ()
+    predicate_map: dict = dataclasses.field(default_factory=dict)
 
 
 class TextPreprocessor:
@@ -48,6 +53,9 @@ class TextPreprocessor:
         max_source_length: longer sources are truncated (the count is logged).
         max_target_length: decoder length, BOS/EOS included: texts longer than
             `max_target_length - 1` tokens are truncated.
+        predicate_placeholders: delexicalise predicates too (`PRED_1`, ...), as the run was
+            trained (`MLEConfig.predicate_placeholders`); on if and only if the vocabulary
+            holds predicate placeholders.
 
     Example:
     >>> preprocessor = TextPreprocessor.build(train_entries, 64, 72, min_count=2)
@@ -55,7 +63,7 @@ class TextPreprocessor:
     >>> text = preprocessor.decode(output_ids, examples[0].entity_map)
     """
 
-    def __init__(self, vocabulary, max_source_length, max_target_length):
+    def __init__(self, vocabulary, max_source_length, max_target_length, predicate_placeholders=False):
         if int(max_source_length) < 1 or int(max_target_length) < 2:
             raise ValueError(
                 "Expected max_source_length >= 1 and max_target_length >= 2. Received: "
@@ -64,18 +72,32 @@ class TextPreprocessor:
         self.vocabulary = vocabulary
         self.max_source_length = int(max_source_length)
         self.max_target_length = int(max_target_length)
+        self.predicate_placeholders = bool(predicate_placeholders)
+        # Every source of a run with predicate placeholders holds PRED_1, so its vocabulary does.
+        if self.predicate_placeholders != bool(self.predicate_placeholder_ids):
+            holds = "holds" if self.predicate_placeholder_ids else "has no"
+            raise ValueError(
+                f"The vocabulary {holds} predicate placeholders (PRED_1, ...): its run was trained with "
+                f"predicate_placeholders={not self.predicate_placeholders}. "
+                f"Received: predicate_placeholders={self.predicate_placeholders}"
+            )
 
     @classmethod
-    def build(cls, train_entries, max_source_length, max_target_length, min_count=1, max_size=None):
+    def build(
+        cls, train_entries, max_source_length, max_target_length, min_count=1, max_size=None,
+        predicate_placeholders=False,
+    ):
         """A preprocessor whose vocabulary holds the source and target tokens of `train_entries`
         (one text per reference). Build it from train only: dev/test words then encode as UNK,
-        as they would for any new input."""
+        as they would for any new input. Placeholders get in like other tokens, by their
+        counts, which are high: every source holds `ENT_1`, `ENT_2` and, with
+        `predicate_placeholders`, `PRED_1`."""
         token_lists = []
-        for _, example in _delexicalise(train_entries, for_training=True):
+        for _, example in _delexicalise(train_entries, True, predicate_placeholders):  # for training
             token_lists.append(example.source_tokens)
             token_lists.append(example.target_tokens)
         vocabulary = Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
-        return cls(vocabulary, max_source_length, max_target_length)
+        return cls(vocabulary, max_source_length, max_target_length, predicate_placeholders=predicate_placeholders)
 
     pad_id, unk_id, bos_id, eos_id = Vocabulary.PAD, Vocabulary.UNK, Vocabulary.BOS, Vocabulary.EOS
 
@@ -90,16 +112,32 @@ class TextPreprocessor:
 
     @property
     def placeholder_ids(self):
-        """Ids of the entity placeholders (`ENT_1`, ...) in the vocabulary, in id order: the
-        tokens a copying `TransformerGenerator` points to in the source."""
+        """Ids of the entity placeholders (`ENT_1`, ...) in the vocabulary, in id order (what
+        hard negatives swap and move)."""
         return tuple(
             index for index, token in enumerate(self.vocabulary.tokens) if preprocessing.is_placeholder(token)
         )
 
+    @property
+    def predicate_placeholder_ids(self):
+        """Ids of the predicate placeholders (`PRED_1`, ...) in the vocabulary, in id order;
+        empty without predicate placeholders."""
+        return tuple(
+            index for index, token in enumerate(self.vocabulary.tokens)
+            if preprocessing.is_predicate_placeholder(token)
+        )
+
+    @property
+    def copy_ids(self):
+        """The ids a copying `TransformerGenerator` points to in the source (its
+        `placeholder_ids`), in id order: the entity placeholders and, with predicate
+        placeholders, the predicate ones."""
+        return tuple(sorted(self.placeholder_ids + self.predicate_placeholder_ids))
+
     def encode_entries(self, entries, for_training):
         """Entries -> `EncodedExample`s: one per reference text if `for_training`, else one per
         entry without target."""
-        return self._encode(_delexicalise(entries, for_training))
+        return self._encode(_delexicalise(entries, for_training, self.predicate_placeholders))
 
     def encode_triples(self, triple_sets):
         """Sets of triples (`Triple`s or `(subject, predicate, object)` tuples, WebNLG spelling)
@@ -114,14 +152,15 @@ class TextPreprocessor:
             entries.append(WebNLGEntry(f"input/{index}", "", len(triples), triples, ()))
         return self.encode_entries(entries, for_training=False)
 
-    def decode(self, ids, entity_map):
+    def decode(self, ids, entity_map, predicate_map=None):
         """Output ids (after BOS; stops at EOS) -> relexicalised, detokenised text."""
-        return self.relexicalise(self.vocabulary.decode(ids), entity_map)
+        return self.relexicalise(self.vocabulary.decode(ids), entity_map, predicate_map)
 
     @staticmethod
-    def relexicalise(tokens, entity_map):
-        """Delexicalised output tokens -> text with the entities put back, detokenised."""
-        return preprocessing.detokenize(preprocessing.relexicalise(tokens, entity_map))
+    def relexicalise(tokens, entity_map, predicate_map=None):
+        """Delexicalised output tokens -> text with the entities (and predicates) put back,
+        detokenised."""
+        return preprocessing.detokenize(preprocessing.relexicalise(tokens, entity_map, predicate_map))
 
     def _encode(self, delexicalised_pairs):
         examples, truncated = [], 0
@@ -140,7 +179,7 @@ class TextPreprocessor:
             examples.append(
                 EncodedExample(
                     entry.entry_id, tuple(source_ids), target_ids, dict(delexicalised.entity_map),
-                    tuple(entry.triples),
+                    tuple(entry.triples), dict(delexicalised.predicate_map),
                 )
             )
         if truncated:
@@ -148,13 +187,16 @@ class TextPreprocessor:
         return examples
 
 
-def _delexicalise(entries, for_training):
+def _delexicalise(entries, for_training, predicate_placeholders=False):
     """Entries -> `(entry, DelexicalisedExample)` pairs: one per reference text for training,
     else one per entry without target tokens."""
     pairs = []
     for entry in entries:
         if for_training:
-            pairs.extend((entry, preprocessing.delexicalise(entry.triples, text)) for text in entry.texts)
+            pairs.extend(
+                (entry, preprocessing.delexicalise(entry.triples, text, predicate_placeholders))
+                for text in entry.texts
+            )
         else:
-            pairs.append((entry, preprocessing.delexicalise(entry.triples)))
+            pairs.append((entry, preprocessing.delexicalise(entry.triples, None, predicate_placeholders)))
     return pairs

@@ -59,8 +59,12 @@ def load_split(split, data_dir=None, limit=None, seed=0):
 
 
 def preprocessor_for(config, vocabulary):
-    """The `TextPreprocessor` of a run: its vocabulary and its config's length limits."""
-    return TextPreprocessor(vocabulary, config.max_source_length, config.max_target_length)
+    """The `TextPreprocessor` of a run: its vocabulary, its config's length limits and
+    whether it delexicalises predicates."""
+    return TextPreprocessor(
+        vocabulary, config.max_source_length, config.max_target_length,
+        predicate_placeholders=config.predicate_placeholders,
+    )
 
 
 def load_config(path):

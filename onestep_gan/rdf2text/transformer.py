@@ -65,9 +65,10 @@ class TransformerGenerator(TransformerBackbone):
         dropout: dropout rate in [0, 1).
         pad_id, bos_id, eos_id: special token ids (a `TextPreprocessor` has them:
             `**preprocessor.special_ids`).
-        placeholder_ids: ids of the entity placeholders to copy from the source by pointer
-            (`preprocessor.placeholder_ids`); empty (the default) gives a plain tied-softmax
-            decoder. With copying, `decode` and `init_cache` need the `source_ids`.
+        placeholder_ids: ids of the placeholders to copy from the source by pointer
+            (`preprocessor.copy_ids`: the entity placeholders, and the predicate ones of a
+            preprocessor with `predicate_placeholders`); empty (the default) gives a plain
+            tied-softmax decoder. With copying, `decode` and `init_cache` need the `source_ids`.
 
     Call arguments:
         inputs: dict with `"source"`, int `(batch, source_len)`, and `"target"`, the decoder
