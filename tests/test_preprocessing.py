@@ -179,3 +179,12 @@ def test_predicate_placeholders_are_not_entity_placeholders():
     assert relexicalise(["its", "PRED_2", "is", "ENT_1", "PRED_3"], {"ENT_1": "0-7"}, predicate_map) == [
         "its", "ISBN", "number", "is", "0-7"]
     assert relexicalise(["PRED_1", "x"], {}) == ["x"]
+
+
+def test_predicate_placeholder_starting_a_sentence_is_capitalised():
+    predicate_map = {"PRED_1": "capital", "PRED_2": "runway length"}
+    assert relexicalise_predicates(
+        ["PRED_1", "of", "ENT_1", "is", "ENT_2", ".", "PRED_2", "is", "ENT_3", ";", "its", "PRED_2", "."],
+        predicate_map,
+    ) == ["Capital", "of", "ENT_1", "is", "ENT_2", ".", "Runway", "length", "is", "ENT_3", ";", "its",
+          "runway", "length", "."]

@@ -51,6 +51,7 @@ PREDICATE_PLACEHOLDER_PREFIX = "PRED_"
 
 _PLACEHOLDER_PATTERN = re.compile(rf"^{PLACEHOLDER_PREFIX}\d+$")
 _PREDICATE_PLACEHOLDER_PATTERN = re.compile(rf"^{PREDICATE_PLACEHOLDER_PREFIX}\d+$")
+_SENTENCE_ENDS = frozenset({".", "!", "?"})
 # Words that alone do not make a predicate's phrase in a text ("is", "of"): a phrase needs
 # another word to become a predicate placeholder.
 _STOPWORDS = frozenset(
@@ -243,14 +244,18 @@ def relexicalise(tokens, entity_map, predicate_map=None):
 def relexicalise_predicates(tokens, predicate_map=None):
     """Replaces each predicate placeholder by its words (`predicate_map`; dropped when not in
     it) and keeps everything else, entity placeholders included: the view of a candidate that
-    the slot aligner and the reranker read, which know entity placeholders only."""
+    the slot aligner and the reranker read, which know entity placeholders only. A predicate
+    that starts the text or a sentence is capitalised ("Capital of ENT_1 is ENT_2.")."""
     predicate_map = predicate_map or {}
     output = []
     for token in tokens:
         if not is_predicate_placeholder(token):
             output.append(token)
         elif token in predicate_map:
-            output.extend(predicate_map[token].split())
+            words = predicate_map[token].split()
+            if words and (not output or output[-1] in _SENTENCE_ENDS):
+                words[0] = words[0][:1].upper() + words[0][1:]
+            output.extend(words)
     return output
 
 
