@@ -132,7 +132,7 @@ class MLEConfig(_Serialisable):
     epoch_seeded_shuffle: bool = True
     # Optimisation
     batch_size: int = 64
-    epochs: int = 20  # dev loss still fell at 12 (2.314) -> 20 (see README)
+    epochs: int = 30  # dev BLEU 57.70 -> 58.54, slot errors 9.01% -> 7.80% from 20 to 30 (README, lever 16)
     peak_learning_rate: float = 1e-3
     warmup_steps: int = 300
     final_learning_rate_fraction: float = 0.05
