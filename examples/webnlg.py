@@ -29,11 +29,12 @@ Rerunning an interrupted run with the same `--run-dir` resumes training where it
 import argparse
 import logging
 import os
+import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from onestep_gan.rdf2text.cli import add_train_arguments  # noqa: E402
+from onestep_gan.rdf2text.cli import add_train_arguments, run_script  # noqa: E402
 from onestep_gan.rdf2text.config import MLEConfig, config_from_arguments  # noqa: E402
 from onestep_gan.rdf2text.evaluation import format_markdown_table  # noqa: E402
 from onestep_gan.rdf2text.mle import train_and_evaluate  # noqa: E402
@@ -70,4 +71,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -29,12 +29,13 @@ Expected run time on 2 CPU cores: `--quick` about 2 minutes (it trains its own t
 import argparse
 import logging
 import os
+import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from onestep_gan.rdf2text import adversarial, mle  # noqa: E402
-from onestep_gan.rdf2text.cli import add_adversarial_arguments  # noqa: E402
+from onestep_gan.rdf2text.cli import add_adversarial_arguments, run_script  # noqa: E402
 from onestep_gan.rdf2text.config import AdversarialConfig, MLEConfig, config_from_arguments  # noqa: E402
 
 
@@ -55,4 +56,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+from onestep_gan.rdf2text.cli import run_script
+
 # name -> extra arguments of examples/webnlg_adversarial.py (on top of its defaults).
 VARIANTS = {
     "default": [],
@@ -116,4 +118,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

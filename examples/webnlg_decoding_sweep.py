@@ -16,6 +16,7 @@ written to the run.
 import argparse
 import logging
 import os
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -24,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from onestep_gan.rdf2text import averaging, evaluation, inference, runs  # noqa: E402
 from onestep_gan.rdf2text.faithfulness import SlotAligner  # noqa: E402
 from onestep_gan.rdf2text.reranking import SlotErrorReranker  # noqa: E402
+from onestep_gan.rdf2text.cli import run_script  # noqa: E402
 
 
 def main():
@@ -75,4 +77,4 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -27,6 +27,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from onestep_gan.rdf2text import faithfulness, webnlg
+from onestep_gan.rdf2text.cli import run_script
 from onestep_gan.rdf2text.preprocessing import normalise_entity
 
 LABELS = faithfulness.LABELS
@@ -350,4 +351,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

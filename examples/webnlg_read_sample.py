@@ -18,10 +18,14 @@ import random
 import sys
 
 from onestep_gan.rdf2text import faithfulness, webnlg
+from onestep_gan.rdf2text.cli import run_script
 
 
 def read_hypotheses(path, expected):
-    lines = pathlib.Path(path).read_text(encoding="utf-8").split("\n")
+    try:
+        lines = pathlib.Path(path).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: cannot be read as UTF-8 text ({error.__class__.__name__}); expected one output per line") from None
     if lines and lines[-1] == "":
         lines = lines[:-1]
     if len(lines) != expected:
@@ -40,10 +44,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     entries = webnlg.load_webnlg(args.split, args.data_dir)
-    try:
-        outputs = [read_hypotheses(path, len(entries)) for path in args.hypotheses]
-    except (OSError, ValueError) as error:
-        sys.exit(f"error: {error}")
+    outputs = [read_hypotheses(path, len(entries)) for path in args.hypotheses]
     if args.aligner:
         aligner = faithfulness.SlotAligner.load(args.aligner)
     else:
@@ -70,4 +71,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -199,3 +199,19 @@ def test_train_without_data_and_without_network_is_one_line(tmp_path, monkeypatc
     one_line_error(capsys, "http://127.0.0.1:9/webnlg-dataset.zip", "--data-dir")
     assert not (tmp_path / "run").exists()
     assert not list((tmp_path / "keras_home").rglob("*.zip*"))
+
+
+# The example scripts report user errors as the CLI does (cli.run_script).
+
+def test_example_script_user_errors_are_one_line_with_exit_status_2(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    script = str(REPO_ROOT / "examples" / "webnlg_read_sample.py")
+    missing = tmp_path / "missing.txt"
+    for arguments, fragment in (
+        (["--hypotheses", str(missing), "--data-dir", str(FIXTURE_2017)], f"{missing}: cannot be read"),
+        (["--hypotheses", str(missing), "--data-dir", str(tmp_path / "no_corpus")], "data directory not found"),
+    ):
+        result = subprocess.run([sys.executable, script, *arguments], env=env, capture_output=True, text=True)
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("webnlg_read_sample.py: error: ") and fragment in lines[0], lines

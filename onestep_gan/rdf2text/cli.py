@@ -294,10 +294,20 @@ def _import_tensorflow_quietly():
         os.close(saved)
 
 
-def _user_error(message):
+def _user_error(message, program="onestep-gan"):
     """One line on stderr, exit status 2 (as argparse does for a bad flag)."""
-    print(f"onestep-gan: error: {' '.join(str(message).split())}", file=sys.stderr)
+    print(f"{program}: error: {' '.join(str(message).split())}", file=sys.stderr)
     return 2
+
+
+def run_script(main_function):
+    """Runs an example script's `main()` as the CLI runs a command: a user error (every one is
+    raised as a ValueError naming the file, line or field) is one line on stderr and exit status
+    2, not a traceback. Use: `sys.exit(run_script(main))`."""
+    try:
+        return main_function() or 0
+    except ValueError as error:
+        return _user_error(error, program=pathlib.Path(sys.argv[0]).name)
 
 
 def main(argv=None):
