@@ -27,7 +27,22 @@ def register_when_keras_loads(modules):
 
 def _import_all(modules):
     for module in modules:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            # Keras was imported by one of our own modules that these modules need (importing
+            # `onestep_gan.rdf2text.layers` first): that module is only half initialised, so
+            # they cannot be imported yet. They register when they are first imported; every
+            # loader of ours calls its package's register function first.
+            if not _initialising_module_of(module.split(".")[0]):
+                raise
+
+
+def _initialising_module_of(package):
+    return any(
+        name.split(".")[0] == package and getattr(getattr(module, "__spec__", None), "_initializing", False)
+        for name, module in list(sys.modules.items())
+    )
 
 
 class _AfterKeras(importlib.abc.MetaPathFinder):

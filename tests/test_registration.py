@@ -1,0 +1,26 @@
+"""Importing any module of the package first works: the registration hook that runs when Keras
+is imported does not trip over the half-initialised module that imported Keras."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+
+@pytest.mark.parametrize("first", ["layers", "backbone", "transformer"])
+def test_any_module_imported_first_and_every_model_registers(first):
+    script = (
+        f"import onestep_gan.rdf2text.{first}\n"
+        "import keras, onestep_gan.rdf2text as text\n"
+        "text.register_models()\n"
+        "names = ('TransformerGenerator', 'TextSampler', 'TextDiscriminator')\n"
+        "print([keras.saving.get_registered_object('onestep_gan>' + name) is getattr(text, name) for name in names])\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERAS_BACKEND": "tensorflow"},
+    )
+    assert completed.stdout.strip().splitlines()[-1:] == ["[True, True, True]"], completed.stderr[-2000:]
