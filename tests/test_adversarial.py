@@ -165,6 +165,38 @@ def test_hard_negatives_fall_back_to_another_triplesets_text_and_are_scored_per_
     assert float(term(source, real, None)) > 0
 
 
+def test_pretrainer_without_samples_never_samples_and_scores_real_against_corruptions():
+    _, sampler, discriminator = tiny_parts()
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("the sampler ran")
+
+    sampler.call = no_sampling
+    hard_negatives = adversarial.HardNegatives(placeholder_ids=[4, 5, 6], boundary_ids=[7], pad_id=0)
+    pretrainer = adversarial.DiscriminatorPretrainer(
+        sampler, discriminator, loss="hinge", hard_negatives=hard_negatives, samples=False
+    )
+    assert "fake_accuracy" not in pretrainer.trackers
+    source = ops.convert_to_tensor([[4, 5, 0, 0], [6, 4, 0, 0]], dtype="int32")
+    real = ops.convert_to_tensor([[4, 9, 5, 3, 0, 0], [6, 9, 4, 3, 0, 0]], dtype="int32")
+    loss = float(pretrainer.compute_loss(source, real, pretrainer(source)))
+
+    def scores(text):
+        return ops.convert_to_numpy(discriminator([source, text]))[:, 0]
+
+    negatives = [ops.roll(real, shift=1, axis=0)] + [texts for texts, _ in hard_negatives(source, real).values()]
+    real_scores, negative_scores = scores(real), np.concatenate([scores(text) for text in negatives])
+    # Hinge: D pushes real scores below -1 and negative scores above +1.
+    expected = np.mean(np.maximum(0.0, 1.0 + real_scores)) + np.mean(np.maximum(0.0, 1.0 - negative_scores))
+    assert loss == pytest.approx(expected, rel=1e-5)
+    assert float(pretrainer.trackers["accuracy"].result()) == pytest.approx(
+        np.mean(np.concatenate([real_scores < 0, scores(negatives[0]) > 0]))
+    )
+    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))
+    history = pretrainer.fit(source, real, batch_size=2, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
 def test_pretrainer_evaluates_and_fits_a_fresh_discriminator_with_dropout():
     """D first runs in `compute_loss`, after Keras' symbolic build: on JAX its variables (the
     dropout seeds) must exist before the stateless step, or evaluate fails."""
