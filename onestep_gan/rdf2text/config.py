@@ -212,9 +212,12 @@ class AdversarialConfig(_Serialisable):
     discriminator_feedforward_dim: int = 256
     discriminator_layers: int = 2
     discriminator_dropout: float = 0.1
-    # D steps against corrupted and mismatched real texts only (no samples: cheap), before the
-    # `pretrain_steps` that add the generator's samples. 0: none.
-    corruption_pretrain_steps: int = 0
+    # D steps against corrupted and mismatched real texts only (no samples: a third of the cost
+    # of a step with samples), before the `pretrain_steps` that add the generator's samples.
+    # 1000 on the default MLE run: D's held-out accuracy on swapped placeholders 19% -> 35%,
+    # moved values 78% -> 90%, other triplesets' texts 50% -> 80%; chain dev BLEU-2017 58.84 ->
+    # 59.48, slot errors 4.29% -> 4.72% (one seed; README). 0: none.
+    corruption_pretrain_steps: int = 1000
     pretrain_steps: int = 120
     pretrain_learning_rate: float = 3e-4
     # Hard negatives (hard_negatives.py) in D pretraining and, as D's extra term, in fine-tuning;
