@@ -98,7 +98,10 @@ def test_train_adversarial_end_to_end(adversarial_run):
                  "adversarial_test_scores.json", "comparison.md", "adversarial_summary.json", "adversarial_log.csv"):
         assert (run / name).is_file(), name
     assert summary["timing"]["adversarial_steps"] == 2
-    assert set(summary["discriminator"]) == {"before_pretraining", "after_pretraining", "after_adversarial"}
+    assert set(summary["discriminator"]) == {
+        "before_pretraining", "after_corruption_pretraining", "after_pretraining", "after_adversarial"
+    }
+    assert 0 < summary["timing"]["corruption_pretrain_seconds"] < summary["timing"]["pretrain_seconds"]
     assert "| BLEU-2017 (all) |" in (run / "comparison.md").read_text()
     assert json.loads((run / "adversarial_summary.json").read_text())["mle"] is not None
     generator, discriminator = adversarial.load_gan_parts(run)

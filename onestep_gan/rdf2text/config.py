@@ -260,7 +260,7 @@ class AdversarialConfig(_Serialisable):
         settings = dict(
             max_train_entries=200, max_length=24, batch_size=8,
             discriminator_dim=32, discriminator_feedforward_dim=64, discriminator_layers=1,
-            pretrain_steps=4, held_out_batches=2, adversarial_steps=4, steps_per_epoch=2,
+            corruption_pretrain_steps=2, pretrain_steps=4, held_out_batches=2, adversarial_steps=4, steps_per_epoch=2,
         )
         settings.update(overrides)
         return cls(**settings)
