@@ -202,3 +202,14 @@ def test_entity_coverage_counts_a_date_written_out():
                  "Luigi Rossi was born on 1950-03-12."):
         assert evaluation.entity_coverage([text], [born]) == 1.0, text
     assert evaluation.entity_coverage(["Luigi Rossi was born in 1950."], [born]) == 0.5
+
+
+def test_entity_coverage_counts_the_forms_outputs_write():
+    # preprocessing.write_out: qualifiers dropped, units out of parentheses, "X language" -> "X".
+    triples = [Triple("Ardmore_Airport_(New_Zealand)", "language", "English_language"),
+               Triple("Ardmore_Airport_(New_Zealand)", "timeInSpace", '"13017.0"(minutes)')]
+    text = "Ardmore Airport speaks English and spent 13017.0 minutes in space."
+    assert evaluation.entity_coverage([text], [triples]) == 1.0
+    assert evaluation.entity_coverage(["Ardmore Airport (New Zealand) speaks the English language."],
+                                      [triples]) == 2 / 3
+    assert evaluation.entity_coverage(["Ardmore speaks French."], [triples]) == 0.0

@@ -188,3 +188,34 @@ def test_predicate_placeholder_starting_a_sentence_is_capitalised():
         predicate_map,
     ) == ["Capital", "of", "ENT_1", "is", "ENT_2", ".", "Runway", "length", "is", "ENT_3", ";", "its",
           "runway", "length", "."]
+
+
+@pytest.mark.parametrize("surface, expected", [
+    # A name's qualifier in parentheses: train references drop it 1183 times, keep it 555.
+    ("Ardmore Airport (New Zealand)", "Ardmore Airport"),
+    ("Republican Party (United States)", "Republican Party"),
+    # A measure with its unit in parentheses: references write the number, then the unit's words.
+    ('"13017.0"(minutes)', "13017.0 minutes"),
+    ("254989570.60815 (kilometres)", "254989570.60815 kilometres"),
+    ("0.0252 (kilometrePerSeconds)", "0.0252 kilometre per seconds"),
+    ("429.9 (inhabitants per square kilometre)", "429.9 inhabitants per square kilometre"),
+    # "X language": references write "X" 982 times, "X language" 274.
+    ("English language", "English"),
+    (("English language", "the"), "English language"),  # "the English language" is kept
+    (("English language", "in"), "English"),
+    ("Wheeler, Texas", "Wheeler, Texas"),
+    ("4000.0", "4000.0"),
+    ("(1993)", "(1993)"),  # nothing before the parenthesis: unchanged
+    ("language", "language"),
+])
+def test_write_out_uses_the_forms_references_use_most(surface, expected):
+    surface, previous_word = surface if isinstance(surface, tuple) else (surface, None)
+    assert write_out(surface, previous_word) == expected
+
+
+def test_relexicalise_writes_names_units_and_languages_out():
+    entity_map = {"ENT_1": "Ardmore Airport (New Zealand)", "ENT_2": "English language",
+                  "ENT_3": '"13017.0"(minutes)'}
+    tokens = ["ENT_1", "speaks", "ENT_2", "for", "ENT_3", ";", "the", "ENT_2", "."]
+    assert detokenize(relexicalise(tokens, entity_map)) == (
+        "Ardmore Airport speaks English for 13017.0 minutes; the English language.")

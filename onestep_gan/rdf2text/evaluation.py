@@ -33,6 +33,8 @@ import sacrebleu
 from nltk.tokenize import NLTKWordTokenizer
 from nltk.translate.bleu_score import corpus_bleu
 
+from onestep_gan.rdf2text import preprocessing
+
 logger = logging.getLogger(__name__)
 
 # Subsets of `evaluate_outputs`, in report order; "seen"/"unseen" follow `entry.seen`.
@@ -202,18 +204,22 @@ def entity_coverage(hypotheses, triples_per_example):
     Per example, the distinct subjects and objects of its triples are normalised with
     `normalize_entity` and looked up as case-insensitive substrings of the
     whitespace-normalised output; an ISO date also counts when written out in full ("12 March
-    1950", "March 12, 1950"). The share is over all entities of the corpus (micro average).
+    1950", "March 12, 1950"), and any value in the forms `preprocessing.write_out` gives outputs
+    ("Ardmore Airport" for "Ardmore_Airport_(New_Zealand)", "English" for "English_language"). The share is over all entities of the corpus (micro average).
     Entities that normalise to an empty string are skipped.
     """
     _check_corpus(hypotheses, triples_per_example)
     found, total = 0, 0
     for hypothesis, triples in zip(hypotheses, triples_per_example):
         text = _normalize_text(hypothesis)
-        entities = {normalize_entity(t.subject) for t in triples}
-        entities |= {normalize_entity(t.object) for t in triples}
-        entities.discard("")
+        raw = {t.subject for t in triples} | {t.object for t in triples}
+        entities = {normalize_entity(entity): entity for entity in raw}
+        entities.pop("", None)
         total += len(entities)
-        found += sum(any(form in text for form in _written_forms(entity)) for entity in entities)
+        found += sum(
+            any(form in text for form in _written_forms(entity) + _output_forms(raw_entity))
+            for entity, raw_entity in entities.items()
+        )
     return found / total if total else 0.0
 
 
@@ -224,6 +230,16 @@ def _written_forms(entity):
         return (entity,)
     year, month, day = date.group(1), _MONTHS[int(date.group(2)) - 1], int(date.group(3))
     return (entity, f"{day} {month} {year}", f"{month} {day}, {year}")
+
+
+def _output_forms(raw_entity):
+    """The forms `preprocessing.write_out` gives `raw_entity` in outputs, normalised."""
+    surface = preprocessing.normalise_entity(raw_entity)
+    return tuple(
+        form for form in {_normalize_text(preprocessing.write_out(surface, previous))
+                          for previous in (None, "the")}
+        if form
+    )
 
 
 def _has_repeated_trigram(tokens):
