@@ -219,3 +219,23 @@ def test_relexicalise_writes_names_units_and_languages_out():
     tokens = ["ENT_1", "speaks", "ENT_2", "for", "ENT_3", ";", "the", "ENT_2", "."]
     assert detokenize(relexicalise(tokens, entity_map)) == (
         "Ardmore Airport speaks English for 13017.0 minutes; the English language.")
+
+
+@pytest.mark.parametrize("article, value, expected", [
+    ("a", "Architect", "an Architect"),
+    ("a", "engineer", "an engineer"),
+    ("an", "Test pilot", "a Test pilot"),
+    ("A", "Indian dish", "An Indian dish"),
+    ("An", "dessert", "A dessert"),
+    ("a", "university", "a university"),  # "you-": a
+    ("a", "European city", "a European city"),
+    ("an", "honorary title", "an honorary title"),  # silent h: an
+    ("a", "MBA", "an MBA"),  # an acronym read letter by letter: "em-bee-ay"
+    ("an", "NASA mission", "a NASA mission"),  # an acronym read as a word
+    ("a", "1950 film", "a 1950 film"),  # numbers are left as the model wrote them
+    ("the", "Architect", "the Architect"),
+])
+def test_relexicalise_fits_the_indefinite_article_to_the_value(article, value, expected):
+    # The model writes "a"/"an" before a placeholder without seeing the value's first sound.
+    tokens = relexicalise(["ENT_1", "is", article, "ENT_2", "."], {"ENT_1": "X", "ENT_2": value})
+    assert detokenize(tokens) == f"X is {expected}."

@@ -78,6 +78,9 @@ _ABBREVIATIONS = frozenset(
     {"mr.", "mrs.", "ms.", "dr.", "st.", "jr.", "sr.", "inc.", "ltd.", "co.", "no.", "vs.",
      "mt.", "ft.", "prof.", "gen.", "lt.", "col.", "capt.", "sgt.", "corp.", "etc."}
 )
+# Word beginnings that `_fit_article` reads against their letters: "an hour", "a university".
+_SILENT_H = ("hour", "honest", "honor", "honour", "heir")
+_CONSONANT_SOUND_VOWELS = ("uni", "use", "usu", "uti", "ura", "ure", "eu", "one", "once", "ubi", "uga", "uk")
 _DASH_PATTERN = re.compile("[-\u2010\u2011\u2012\u2013\u2014]")
 _NUMBER_PATTERN = re.compile(r"^[\d.,]+$")
 # "Name (qualifier)", '"13017.0"(minutes)': something, then one parenthesis ending the value.
@@ -240,8 +243,29 @@ def relexicalise(tokens, entity_map, predicate_map=None):
         if not is_placeholder(token):
             output.append(token)
         elif token in entity_map:
-            output.extend(tokenize(write_out(entity_map[token], output[-1] if output else None)))
+            words = tokenize(write_out(entity_map[token], output[-1] if output else None))
+            if words and output and output[-1].lower() in ("a", "an"):
+                output[-1] = _fit_article(output[-1], words[0])
+            output.extend(words)
     return output
+
+
+def _fit_article(article, word):
+    """`article` ("a", "an", any case) as the first sound of `word` asks: the model writes the
+    article before a placeholder without seeing the value ("served as a Architect")."""
+    lower = word.lower()
+    if not lower[:1].isalpha():
+        return article  # numbers, symbols: as the model wrote it
+    if word.isupper() and 1 < len(word) <= 3:  # read letter by letter: "an MBA", "a US", "an F1"
+        vowel_sound = lower[0] in "aefhilmnorsx"
+    elif lower.startswith(_SILENT_H):
+        vowel_sound = True
+    elif lower.startswith(_CONSONANT_SOUND_VOWELS):
+        vowel_sound = False
+    else:
+        vowel_sound = lower[0] in "aeiou"
+    fitted = "an" if vowel_sound else "a"
+    return fitted.capitalize() if article[:1].isupper() else fitted
 
 
 def relexicalise_predicates(tokens, predicate_map=None):
