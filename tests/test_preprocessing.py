@@ -239,3 +239,18 @@ def test_relexicalise_fits_the_indefinite_article_to_the_value(article, value, e
     # The model writes "a"/"an" before a placeholder without seeing the value's first sound.
     tokens = relexicalise(["ENT_1", "is", article, "ENT_2", "."], {"ENT_1": "X", "ENT_2": value})
     assert detokenize(tokens) == f"X is {expected}."
+
+
+def test_a_matched_entity_takes_its_closing_parenthesis_along():
+    # The matcher ignores punctuation, so "(New Zealand)" matched up to "Zealand" and left ")"
+    # behind in 414 train references ("The runway length of ENT_1 ) is ENT_2").
+    triples = [Triple("Ardmore_Airport_(New_Zealand)", "runwayLength", '"597.0"^^xsd:double')]
+    example = delexicalise(triples, "The runway length of Ardmore Airport (New Zealand) is 597.0 (metres).")
+    assert example.target_tokens == ["The", "runway", "length", "of", "ENT_1", "is", "ENT_2", "(", "metres", ")", "."]
+
+
+def test_relexicalise_drops_a_parenthesis_that_closes_nothing():
+    # Models trained before the matcher took ")" along learned to write it after a placeholder.
+    entity_map = {"ENT_1": "Ardmore Airport (New Zealand)", "ENT_2": "597.0"}
+    tokens = ["ENT_1", ")", "is", "ENT_2", "(", "metres", ")", ")", "."]
+    assert detokenize(relexicalise(tokens, entity_map)) == "Ardmore Airport is 597.0 (metres)."

@@ -611,7 +611,7 @@ def _loose_delexicalise(tokens, entity_map):
     done = set()
     for placeholder, form in forms:
         if placeholder not in done and preprocessing._replace_form(
-                keys, key_token, form, placeholder, replacement, covered):
+                tokens, keys, key_token, form, placeholder, replacement, covered):
             done.add(placeholder)
     # Last, misspellings ("Klaus Lohannis", "Guadalaraja") and partial long names ("Ottoman
     # army soldiers killed in the Battle of Baku" written without "killed").

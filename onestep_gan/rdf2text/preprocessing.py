@@ -235,9 +235,10 @@ def delexicalise(triples, text=None, predicate_placeholders=False):
 
 
 def relexicalise(tokens, entity_map, predicate_map=None):
-    """Replaces each entity placeholder by its entity's tokens (`write_out` forms) and each
-    predicate placeholder by its predicate's words (`predicate_map`); placeholders not in the
-    maps are dropped."""
+    """Replaces each entity placeholder by its entity's tokens (`write_out` forms, with "a"/"an"
+    before it fitted to its first sound) and each predicate placeholder by its predicate's words
+    (`predicate_map`); placeholders not in the maps are dropped, and so is a ")" that closes
+    nothing."""
     output = []
     for token in relexicalise_predicates(tokens, predicate_map):
         if not is_placeholder(token):
@@ -247,6 +248,21 @@ def relexicalise(tokens, entity_map, predicate_map=None):
             if words and output and output[-1].lower() in ("a", "an"):
                 output[-1] = _fit_article(output[-1], words[0])
             output.extend(words)
+    return _without_unopened_parentheses(output)
+
+
+def _without_unopened_parentheses(tokens):
+    """`tokens` without the ")" that close nothing (models trained before the matcher took an
+    entity's ")" along learned "ENT_1 )")."""
+    output, depth = [], 0
+    for token in tokens:
+        if token == ")":
+            if not depth:
+                continue
+            depth -= 1
+        elif token == "(":
+            depth += 1
+        output.append(token)
     return output
 
 
@@ -387,7 +403,7 @@ def _delexicalise_text(tokens, entity_map):
     exact = [(placeholder, list(_form_keys(entity))) for placeholder, entity in entity_map.items()]
     matched = set()
     for placeholder, form in sorted(exact, key=lambda pair: -len(pair[1])):
-        if _replace_form(keys, key_token, form, placeholder, replacement, covered):
+        if _replace_form(tokens, keys, key_token, form, placeholder, replacement, covered):
             matched.add(placeholder)
     fallbacks = [
         (placeholder, list(_form_keys(form)))
@@ -397,7 +413,7 @@ def _delexicalise_text(tokens, entity_map):
     ]
     for placeholder, form in sorted(fallbacks, key=lambda pair: -len(pair[1])):
         if placeholder not in matched and _replace_form(
-            keys, key_token, form, placeholder, replacement, covered
+            tokens, keys, key_token, form, placeholder, replacement, covered
         ):
             matched.add(placeholder)
     return [
@@ -407,9 +423,11 @@ def _delexicalise_text(tokens, entity_map):
     ]
 
 
-def _replace_form(keys, key_token, form, placeholder, replacement, covered):
+def _replace_form(tokens, keys, key_token, form, placeholder, replacement, covered):
     """Marks every occurrence of the key sequence `form` that spans whole, not yet covered
-    tokens; returns whether there was one."""
+    tokens; returns whether there was one. A match that opens a parenthesis it does not close
+    (punctuation has no keys: "Airport ( New Zealand" matches "Airport (New Zealand)") takes the
+    closing one along."""
     found = False
     if not form:
         return found
@@ -425,6 +443,9 @@ def _replace_form(keys, key_token, form, placeholder, replacement, covered):
             and (end == len(keys) - 1 or key_token[end + 1] != last)
             and not any(covered[first : last + 1])
         ):
+            unclosed = tokens[first : last + 1].count("(") - tokens[first : last + 1].count(")")
+            while unclosed > 0 and last + 1 < len(tokens) and tokens[last + 1] == ")" and not covered[last + 1]:
+                last, unclosed = last + 1, unclosed - 1
             for index in range(first, last + 1):
                 covered[index] = True
             replacement[first] = placeholder
