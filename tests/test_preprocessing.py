@@ -254,3 +254,10 @@ def test_relexicalise_drops_a_parenthesis_that_closes_nothing():
     entity_map = {"ENT_1": "Ardmore Airport (New Zealand)", "ENT_2": "597.0"}
     tokens = ["ENT_1", ")", "is", "ENT_2", "(", "metres", ")", ")", "."]
     assert detokenize(relexicalise(tokens, entity_map)) == "Ardmore Airport is 597.0 (metres)."
+
+
+def test_relexicalise_fits_the_article_before_a_predicate_too():
+    tokens = ["ENT_1", "has", "a", "PRED_1", "of", "ENT_2", "and", "an", "PRED_2", "."]
+    predicate_map = {"PRED_1": "elevation above the sea level", "PRED_2": "runway name"}
+    assert detokenize(relexicalise(tokens, {"ENT_1": "X", "ENT_2": "5"}, predicate_map)) == (
+        "X has an elevation above the sea level of 5 and a runway name.")

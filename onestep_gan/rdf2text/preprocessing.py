@@ -298,6 +298,8 @@ def relexicalise_predicates(tokens, predicate_map=None):
             words = predicate_map[token].split()
             if words and (not output or output[-1] in _SENTENCE_ENDS):
                 words[0] = words[0][:1].upper() + words[0][1:]
+            if words and output and output[-1].lower() in ("a", "an"):
+                output[-1] = _fit_article(output[-1], words[0])
             output.extend(words)
     return output
 
