@@ -288,7 +288,8 @@ def relexicalise_predicates(tokens, predicate_map=None):
     """Replaces each predicate placeholder by its words (`predicate_map`; dropped when not in
     it) and keeps everything else, entity placeholders included: the view of a candidate that
     the slot aligner and the reranker read, which know entity placeholders only. A predicate
-    that starts the text or a sentence is capitalised ("Capital of ENT_1 is ENT_2.")."""
+    that starts the text or a sentence is capitalised ("Capital of ENT_1 is ENT_2."), and "a"
+    or "an" before it fits its first sound ("an elevation above the sea level")."""
     predicate_map = predicate_map or {}
     output = []
     for token in tokens:
