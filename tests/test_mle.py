@@ -196,3 +196,20 @@ def test_a_run_with_predicate_placeholders_trains_copies_them_and_generates_with
     assert set(output_ids[0].tolist()) & predicate_ids <= set(example.source_ids) & predicate_ids
     (text,) = inference.generate_texts(model, preprocessor, [triples], method="greedy")
     assert isinstance(text, str) and "PRED_" not in text
+
+
+def test_rerunning_a_run_whose_vocabulary_this_code_would_build_otherwise_fails_and_writes_nothing(tiny_run, tmp_path):
+    # Rerunning `train` on a run folder resumes it; code whose preprocessing changed since builds
+    # another vocabulary, whose ids would silently read the trained model's outputs as other words.
+    import shutil
+    run_dir = tmp_path / "run"
+    shutil.copytree(tiny_run[0], run_dir)
+    vocabulary_file = run_dir / runs.VOCABULARY_FILE
+    payload = json.loads(vocabulary_file.read_text(encoding="utf-8"))
+    tokens = payload["tokens"]
+    tokens[-1], tokens[-2] = tokens[-2], tokens[-1]  # what another tokenisation's counts do
+    vocabulary_file.write_text(json.dumps(payload), encoding="utf-8")
+    saved = vocabulary_file.read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="vocabulary.json.*differs"):
+        mle.train_and_evaluate(tiny_config(), FIXTURE_2017, run_dir)
+    assert vocabulary_file.read_text(encoding="utf-8") == saved

@@ -38,6 +38,7 @@ from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.reranking import SlotErrorReranker
 from onestep_gan.rdf2text.transformer import TransformerGenerator
+from onestep_gan.rdf2text.vocabulary import Vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -232,6 +233,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
         train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count,
         predicate_placeholders=config.predicate_placeholders,
     )
+    _check_saved_vocabulary(run_dir, preprocessor.vocabulary)
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)
     dev_loss_examples = preprocessor.encode_entries(dev_entries, for_training=True)
     dev_examples = preprocessor.encode_entries(dev_entries, for_training=False)
@@ -356,6 +358,19 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     backup.delete()  # the run is complete: a rerun starts afresh
     logger.info("Done in %.1f min; outputs in %s", timing["total_seconds"] / 60, run_dir)
     return {**results, "timing": timing, "run_dir": str(run_dir)}
+
+
+def _check_saved_vocabulary(run_dir, vocabulary):
+    """A run folder being resumed (or rerun) must get the vocabulary it was trained with: code or
+    data whose preprocessing differs would build other ids, and the trained model's outputs
+    would silently decode as other words."""
+    path = run_dir / runs.VOCABULARY_FILE
+    if path.exists() and Vocabulary.load(path).tokens != vocabulary.tokens:
+        raise ValueError(
+            f"{path} differs from the vocabulary this code builds from the train data: the run was "
+            "made by other code or data. Expected the same vocabulary to resume it; rerun it with the "
+            "code that made it, or give a new --run-dir."
+        )
 
 
 def _average_checkpoints(model, run_dir, best_epoch, k):
