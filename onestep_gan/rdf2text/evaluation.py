@@ -205,7 +205,8 @@ def entity_coverage(hypotheses, triples_per_example):
     `normalize_entity` and looked up as case-insensitive substrings of the
     whitespace-normalised output; an ISO date also counts when written out in full ("12 March
     1950", "March 12, 1950"), and any value in the forms `preprocessing.write_out` gives outputs
-    ("Ardmore Airport" for "Ardmore_Airport_(New_Zealand)", "English" for "English_language"). The share is over all entities of the corpus (micro average).
+    ("Ardmore Airport" for "Ardmore_Airport_(New_Zealand)", "English" for "English_language").
+    The share is over all entities of the corpus (micro average).
     Entities that normalise to an empty string are skipped.
     """
     _check_corpus(hypotheses, triples_per_example)

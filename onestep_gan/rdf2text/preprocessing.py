@@ -245,8 +245,7 @@ def relexicalise(tokens, entity_map, predicate_map=None):
             output.append(token)
         elif token in entity_map:
             words = tokenize(write_out(entity_map[token], output[-1] if output else None))
-            if words and output and output[-1].lower() in ("a", "an"):
-                output[-1] = _fit_article(output[-1], words[0])
+            _fit_article_before(output, words)
             output.extend(words)
     return _without_unopened_parentheses(output)
 
@@ -264,6 +263,12 @@ def _without_unopened_parentheses(tokens):
             depth += 1
         output.append(token)
     return output
+
+
+def _fit_article_before(output, words):
+    """Fits an "a"/"an" ending `output` to the first of the `words` about to follow it."""
+    if words and output and output[-1].lower() in ("a", "an"):
+        output[-1] = _fit_article(output[-1], words[0])
 
 
 def _fit_article(article, word):
@@ -299,8 +304,7 @@ def relexicalise_predicates(tokens, predicate_map=None):
             words = predicate_map[token].split()
             if words and (not output or output[-1] in _SENTENCE_ENDS):
                 words[0] = words[0][:1].upper() + words[0][1:]
-            if words and output and output[-1].lower() in ("a", "an"):
-                output[-1] = _fit_article(output[-1], words[0])
+            _fit_article_before(output, words)
             output.extend(words)
     return output
 
@@ -446,8 +450,10 @@ def _replace_form(tokens, keys, key_token, form, placeholder, replacement, cover
             and (end == len(keys) - 1 or key_token[end + 1] != last)
             and not any(covered[first : last + 1])
         ):
-            unclosed = tokens[first : last + 1].count("(") - tokens[first : last + 1].count(")")
-            while unclosed > 0 and last + 1 < len(tokens) and tokens[last + 1] == ")" and not covered[last + 1]:
+            span = tokens[first : last + 1]
+            unclosed = span.count("(") - span.count(")")
+            while (unclosed > 0 and last + 1 < len(tokens) and tokens[last + 1] == ")"
+                   and not covered[last + 1]):
                 last, unclosed = last + 1, unclosed - 1
             for index in range(first, last + 1):
                 covered[index] = True
