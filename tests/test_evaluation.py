@@ -94,7 +94,7 @@ def test_normalize_entity():
     assert evaluation.normalize_entity('"Bread  Roll"@en') == "bread roll"
     assert evaluation.normalize_entity('"1.5"^^xsd:double') == "1.5"
     assert evaluation.normalize_entity('"2.0"^^<http://www.w3.org/2001/XMLSchema#double>') == "2.0"
-    assert evaluation.normalize_entity("'Alan_Bean'") == "alan bean"
+    assert evaluation.normalize_entity(" Ardmore_Airport_(New_Zealand) ") == "ardmore airport (new zealand)"
 
 
 def test_entity_coverage_hand_cases():

@@ -59,10 +59,6 @@ _WORD_TOKENIZER = NLTKWordTokenizer()
 # punkt would need downloaded data; words with an inner period ("U.S.") are left whole.
 _SENTENCE_END = re.compile(r"(\S+?)([.!?])(?=\s)")
 _WHITESPACE = re.compile(r"\s+")
-# RDF literal decorations: "text"@en, "1.5"^^xsd:double, "1.5"^^<http://...#double>.
-_LANGUAGE_TAG = re.compile(r"@[A-Za-z]+(?:-[A-Za-z0-9]+)*$")
-_DATATYPE = re.compile(r"\^\^\S+$")
-_QUOTES = "\"'"
 
 
 def _split_sentence_end(match):
@@ -179,18 +175,12 @@ def _normalize_text(text):
 
 
 def normalize_entity(entity):
-    """Surface form of an RDF subject/object, lowercased and whitespace-normalised.
+    """Surface form of an RDF subject/object (`preprocessing.normalise_entity`), lowercased.
 
     `Wheeler,_Texas` -> `wheeler, texas`; `"Bread"@en` -> `bread`;
     `"1.5"^^xsd:double` -> `1.5`.
     """
-    entity = entity.strip()
-    entity = _DATATYPE.sub("", entity)
-    entity = _LANGUAGE_TAG.sub("", entity) if entity[:1] in _QUOTES else entity
-    entity = entity.strip()
-    if len(entity) >= 2 and entity[0] == entity[-1] and entity[0] in _QUOTES:
-        entity = entity[1:-1]
-    return _normalize_text(entity.replace("_", " "))
+    return _normalize_text(preprocessing.normalise_entity(entity))
 
 
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
