@@ -38,7 +38,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from onestep_gan.rdf2text.cli import add_train_arguments, run_script  # noqa: E402
 from onestep_gan.rdf2text.config import MLEConfig, config_from_arguments  # noqa: E402
 from onestep_gan.rdf2text.evaluation import format_markdown_table  # noqa: E402
-from onestep_gan.rdf2text.mle import train_and_evaluate  # noqa: E402
+from onestep_gan.rdf2text.mle import format_training_time, train_and_evaluate  # noqa: E402
 
 """
 ## Settings
@@ -66,7 +66,7 @@ def main():
         print(f"\n{name} ({args.run_dir}/{name}_scores.md):\n{format_markdown_table(results[name])}")
     timing = results["timing"]
     print(
-        f"train {timing['train_seconds'] / 60:.1f} min ({timing['train_examples_per_second']:.0f} examples/s), "
+        f"train {format_training_time(timing)}, "
         f"decode {sum(timing['decode_seconds'].values()) / 60:.1f} min, total {timing['total_seconds'] / 60:.1f} min"
     )
 

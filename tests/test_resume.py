@@ -89,8 +89,13 @@ def test_rerun_after_kill_mid_epoch_keeps_the_callback_state(interrupted):
 @pytest.mark.slow
 def test_kill_while_decoding_does_not_retrain(interrupted):
     """Issue 11.2: a finished training phase is not redone."""
-    _, logs = interrupted
+    run_dir, logs = interrupted
     assert "Epoch " not in logs["after_decoding"]
+    # The rerun trained no epoch, so it reports no training speed (it used to divide all the
+    # run's examples by the few milliseconds of its own "training": millions of examples/s).
+    timing = json.loads((run_dir / "timing.json").read_text())
+    assert timing["train_examples_per_second"] is None
+    assert "no epoch trained by this process" in (run_dir / "summary.md").read_text()
 
 
 @pytest.mark.slow

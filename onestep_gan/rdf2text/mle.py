@@ -319,6 +319,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
         )
     train_seconds = time.perf_counter() - train_start
     epochs_trained = len(backup.epoch_logs)  # resumed epochs included
+    epochs_this_process = epochs_trained - initial_epoch  # what train_seconds timed
     val_losses = [logs["val_loss"] for logs in backup.epoch_logs if "val_loss" in logs]
     best_epoch = int(np.argmin(val_losses)) + 1 if val_losses else epochs_trained
 
@@ -347,7 +348,10 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
         "best_epoch": best_epoch,
         "steps_per_epoch": steps_per_epoch,
         "train_examples": len(train_examples),
-        "train_examples_per_second": len(train_examples) * epochs_trained / max(train_seconds, 1e-9),
+        # Over the epochs this process trained; None for a rerun that only decoded.
+        "train_examples_per_second": (
+            len(train_examples) * epochs_this_process / train_seconds if epochs_this_process > 0 else None
+        ),
         "decode_seconds": decode_seconds,
         "decode_sentences_per_second": decoded / max(sum(decode_seconds.values()), 1e-9),
         "total_seconds": time.perf_counter() - start_time,
@@ -386,6 +390,13 @@ def _resume_metadata(config):
     return {key: value for key, value in config.to_dict().items() if key != "verbose"}
 
 
+def format_training_time(timing):
+    """`timing`'s training minutes and speed: "31.0 min (472 examples/s)"."""
+    speed = timing["train_examples_per_second"]
+    rate = f"{speed:.0f} examples/s" if speed is not None else "no epoch trained by this process"
+    return f"{timing['train_seconds'] / 60:.1f} min ({rate})"
+
+
 def _write_summary(run_dir, config, results, timing):
     lines = [
         "# WebNLG RDF-to-text (MLE)",
@@ -403,8 +414,7 @@ def _write_summary(run_dir, config, results, timing):
         "## Timing",
         "",
         f"- data preparation: {timing['data_seconds'] / 60:.1f} min",
-        f"- training: {timing['train_seconds'] / 60:.1f} min "
-        f"({timing['train_examples_per_second']:.0f} examples/s)",
+        f"- training: {format_training_time(timing)}",
         f"- decoding: {decode_minutes:.1f} min ({timing['decode_sentences_per_second']:.1f} sentences/s)",
         f"- total: {timing['total_seconds'] / 60:.1f} min",
         "",
