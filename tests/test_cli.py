@@ -55,23 +55,6 @@ def test_config_flags_cover_every_field_and_leave_the_rest_at_defaults():
     assert config.mle_weight == cli.AdversarialConfig().mle_weight
 
 
-def test_adversarial_command_writes_a_run_that_generate_reads(trained_run, tmp_path, monkeypatch, capsys):
-    argv = [
-        "adversarial", "--quick", "--mle-run-dir", str(trained_run), "--run-dir", str(tmp_path / "gan"),
-        "--data-dir", str(FIXTURE_2017), "--pretrain-steps", "1", "--adversarial-steps", "2",
-        "--held-out-batches", "1", "--max-length", "12", "--batch-size", "2",
-    ]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        assert cli.main(argv) == 0
-    assert "MLE+GAN" in capsys.readouterr().out
-    for name in ("generator.keras", "config.json", "vocabulary.json", "adversarial_test_hypotheses.txt"):
-        assert (tmp_path / "gan" / name).is_file(), name
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("Alan_Bean | birthPlace | Wheeler,_Texas\n".encode())))
-    assert cli.main(["generate", "--run-dir", str(tmp_path / "gan")]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 1
-
-
 def test_adversarial_command_needs_an_mle_run(tmp_path):
     assert cli.main(["adversarial", "--run-dir", str(tmp_path)]) == 2
 
@@ -106,7 +89,9 @@ def test_evaluate_rejects_wrong_line_count(tmp_path):
     assert cli.main(argv) == 2
 
 
-def test_chain_runs_mle_then_the_adversarial_stage(tmp_path, capsys):
+def test_chain_runs_mle_then_the_adversarial_stage_whose_run_generate_reads(tmp_path, monkeypatch, capsys):
+    """The adversarial stage through the CLI (`chain` runs the `adversarial` command's code after
+    the MLE job; one stage, not two, keeps the suite short), and `generate` on its run folder."""
     argv = [
         "chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path),
         "--epochs", "1", "--model-dim", "16", "--feedforward-dim", "32", "--num-encoder-layers", "1",
@@ -116,8 +101,12 @@ def test_chain_runs_mle_then_the_adversarial_stage(tmp_path, capsys):
         warnings.simplefilter("ignore", UserWarning)
         assert cli.main(argv) == 0
     assert (tmp_path / "mle" / "model.keras").is_file()
-    assert (tmp_path / "gan" / "generator.keras").is_file()
     assert "MLE+GAN" in capsys.readouterr().out
+    for name in ("generator.keras", "config.json", "vocabulary.json", "adversarial_test_hypotheses.txt"):
+        assert (tmp_path / "gan" / name).is_file(), name
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("Alan_Bean | birthPlace | Wheeler,_Texas\n".encode())))
+    assert cli.main(["generate", "--run-dir", str(tmp_path / "gan")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
 
 
 def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys):

@@ -126,27 +126,28 @@ def _train(args):
 
 
 def _adversarial(args):
-    from onestep_gan.rdf2text.adversarial import train_adversarial
-
     if args.mle_run_dir is None:
         raise ValueError("`adversarial` needs --mle-run-dir, a finished `onestep-gan train` run folder.")
     config = config_from_arguments(AdversarialConfig, args, args.quick)
-    summary = train_adversarial(config, args.mle_run_dir, args.run_dir, args.data_dir)
-    print((pathlib.Path(args.run_dir) / "comparison.md").read_text(encoding="utf-8"))
-    del summary
-    return 0
+    return _run_adversarial_stage(config, args.mle_run_dir, args.run_dir, args.data_dir)
 
 
 def _chain(args):
-    from onestep_gan.rdf2text.adversarial import train_adversarial
     from onestep_gan.rdf2text.mle import train_and_evaluate
 
     run_dir = pathlib.Path(args.run_dir)
     mle_config = config_from_arguments(MLEConfig, args, args.quick)
     adversarial_config = AdversarialConfig.quick() if args.quick else AdversarialConfig()
     train_and_evaluate(mle_config, args.data_dir, run_dir / "mle")
-    train_adversarial(adversarial_config, run_dir / "mle", run_dir / "gan", args.data_dir)
-    print((run_dir / "gan" / "comparison.md").read_text(encoding="utf-8"))
+    return _run_adversarial_stage(adversarial_config, run_dir / "mle", run_dir / "gan", args.data_dir)
+
+
+def _run_adversarial_stage(config, mle_run_dir, run_dir, data_dir):
+    """What `adversarial` and `chain` share: the stage, then its MLE vs MLE+GAN comparison printed."""
+    from onestep_gan.rdf2text.adversarial import train_adversarial
+
+    train_adversarial(config, mle_run_dir, run_dir, data_dir)
+    print((pathlib.Path(run_dir) / "comparison.md").read_text(encoding="utf-8"))
     return 0
 
 
