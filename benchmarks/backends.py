@@ -5,7 +5,7 @@ backend) measures, at the default sizes (`MLEConfig`, `AdversarialConfig`) on We
 batches with untrained models:
 
 - MLE training examples/s: `fit` on the job's bucketed batches (batch 64);
-- greedy and beam (the job's width, 12) sentences/s of cached decoding, up to `--max-length`
+- greedy and beam (the job's width, `MLEConfig.beam_width`) sentences/s of cached decoding, up to `--max-length`
   tokens (an untrained model writes them all: the worst case);
 - the text GAN's update (`TextSampler` over the generator, `TextDiscriminator`, hinge loss,
   batch 32 of 48 tokens, the default `feedback_gradient=True`): one `OneStepGAN` update vs one
