@@ -10,9 +10,15 @@ the outputs that state a false fact and check the aligner's labels while doing i
 
 The same seed picks the same entries for any hypotheses file of the split, so two runs can be
 read on the same 30 inputs (`--hypotheses` may be given several times: outputs side by side).
+
+`--blind KEY.json` with two `--hypotheses`: a blind comparison. The sample is drawn from the
+entries whose two outputs differ; each is printed as "A:" and "B:" in a seeded random order,
+without aligner labels, and KEY.json records which file each A and B came from, to be opened
+only after reading.
 """
 
 import argparse
+import json
 import pathlib
 import random
 import sys
@@ -41,10 +47,16 @@ def main(argv=None):
     parser.add_argument("--count", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--aligner", default=None, help="a saved aligner.json (default: mined from train)")
+    parser.add_argument("--blind", default=None, metavar="KEY.json",
+                        help="blind A/B reading of two --hypotheses files; writes the key here")
     args = parser.parse_args(argv)
+    if args.blind and len(args.hypotheses) != 2:
+        parser.error(f"--blind compares two --hypotheses files. Received: {len(args.hypotheses)}")
 
     entries = webnlg.load_webnlg(args.split, args.data_dir)
     outputs = [read_hypotheses(path, len(entries)) for path in args.hypotheses]
+    if args.blind:
+        return print_blind_pairs(entries, args.hypotheses, outputs, args.count, args.seed, args.blind)
     if args.aligner:
         aligner = faithfulness.SlotAligner.load(args.aligner)
     else:
@@ -68,6 +80,24 @@ def main(argv=None):
         print()
     for path, count in zip(args.hypotheses, flagged):
         print(f"{path}: the aligner flags {count} of {len(indices)} outputs")
+
+
+def print_blind_pairs(entries, paths, outputs, count, seed, key_path):
+    """Prints `count` random entries whose two outputs differ, as A/B in random order; writes the key."""
+    rng = random.Random(seed)
+    differing = [index for index in range(len(entries)) if outputs[0][index] != outputs[1][index]]
+    indices = sorted(rng.sample(differing, min(count, len(differing))))
+    key = {}
+    for number, index in enumerate(indices, 1):
+        order = rng.sample((0, 1), 2)
+        key[number] = {"entry": entries[index].entry_id, "A": paths[order[0]], "B": paths[order[1]]}
+        print(f"[{number}] {entries[index].entry_id}")
+        for triple in entries[index].triples:
+            print(f"    {triple.subject} | {triple.predicate} | {triple.object}")
+        print(f"  A: {outputs[order[0]][index]}\n  B: {outputs[order[1]][index]}\n")
+    print(f"{len(indices)} of the {len(differing)} entries whose outputs differ (of {len(entries)})")
+    pathlib.Path(key_path).write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":

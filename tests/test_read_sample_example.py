@@ -1,0 +1,35 @@
+"""examples/webnlg_read_sample.py: the blind A/B comparison of two runs' outputs."""
+
+import importlib.util
+import json
+
+import pytest
+
+from tests.conftest import REPO_ROOT, fixture_2017_dir
+
+_spec = importlib.util.spec_from_file_location("read_sample", REPO_ROOT / "examples" / "webnlg_read_sample.py")
+read_sample = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(read_sample)
+
+
+def test_blind_pairs_show_only_differing_entries_in_a_recorded_order(tmp_path, capsys):
+    first, second, key = tmp_path / "one.txt", tmp_path / "two.txt", tmp_path / "key.json"
+    first.write_text("Same text.\nFirst text.\n")
+    second.write_text("Same text.\nSecond text.\n")
+    argv = ["--hypotheses", str(first), "--hypotheses", str(second), "--data-dir", str(fixture_2017_dir()),
+            "--split", "test", "--count", "5", "--blind", str(key)]
+    assert read_sample.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Same text." not in out and "1 of the 1 entries whose outputs differ (of 2)" in out
+    (entry,) = json.loads(key.read_text()).values()
+    shown = {"A": out.split("  A: ")[1].split("\n")[0], "B": out.split("  B: ")[1].split("\n")[0]}
+    expected = {str(first): "First text.", str(second): "Second text."}
+    assert {shown["A"], shown["B"]} == set(expected.values())
+    assert expected[entry["A"]] == shown["A"] and expected[entry["B"]] == shown["B"]
+
+
+def test_blind_needs_two_hypotheses_files(tmp_path, capsys):
+    with pytest.raises(SystemExit) as error:
+        read_sample.main(["--hypotheses", str(tmp_path / "one.txt"), "--blind", str(tmp_path / "key.json")])
+    assert error.value.code == 2
+    assert "--blind compares two --hypotheses files. Received: 1" in capsys.readouterr().err
