@@ -66,9 +66,7 @@ def main(argv=None):
     for number, index in enumerate(indices, 1):
         entry = entries[index]
         seen = "" if entry.seen is None else (" seen" if entry.seen else " UNSEEN")
-        print(f"[{number}] {entry.entry_id} ({entry.category}{seen})")
-        for triple in entry.triples:
-            print(f"    {triple.subject} | {triple.predicate} | {triple.object}")
+        print_entry(number, entry, f" ({entry.category}{seen})")
         for column, (path, lines) in enumerate(zip(args.hypotheses, outputs)):
             judgement = aligner.judge(entry.triples, lines[index])
             flagged[column] += not judgement.is_faithful
@@ -82,6 +80,12 @@ def main(argv=None):
         print(f"{path}: the aligner flags {count} of {len(indices)} outputs")
 
 
+def print_entry(number, entry, note=""):
+    print(f"[{number}] {entry.entry_id}{note}")
+    for triple in entry.triples:
+        print(f"    {triple.subject} | {triple.predicate} | {triple.object}")
+
+
 def print_blind_pairs(entries, paths, outputs, count, seed, key_path):
     """Prints `count` random entries whose two outputs differ, as A/B in random order; writes the key."""
     rng = random.Random(seed)
@@ -91,9 +95,7 @@ def print_blind_pairs(entries, paths, outputs, count, seed, key_path):
     for number, index in enumerate(indices, 1):
         order = rng.sample((0, 1), 2)
         key[number] = {"entry": entries[index].entry_id, "A": paths[order[0]], "B": paths[order[1]]}
-        print(f"[{number}] {entries[index].entry_id}")
-        for triple in entries[index].triples:
-            print(f"    {triple.subject} | {triple.predicate} | {triple.object}")
+        print_entry(number, entries[index])
         print(f"  A: {outputs[order[0]][index]}\n  B: {outputs[order[1]][index]}\n")
     print(f"{len(indices)} of the {len(differing)} entries whose outputs differ (of {len(entries)})")
     pathlib.Path(key_path).write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
