@@ -219,3 +219,22 @@ def test_pretrainer_evaluates_and_fits_a_fresh_discriminator_with_dropout():
     assert 0.0 <= results["accuracy"] <= 1.0 and np.isfinite(results["loss"])
     history = pretrainer.fit(source, real, batch_size=4, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_pretrainer_fit_traces_its_step_once():
+    """`compile` builds the optimizer (the generator is trained, so built): when the first
+    trace of a step creates variables, TensorFlow traces it twice (10-25 s of a quick
+    adversarial stage on 2 cores)."""
+    generator, sampler, discriminator = tiny_parts()
+    generator.build()
+    hard_negatives = adversarial.HardNegatives(placeholder_ids=[4, 5, 6], boundary_ids=[7], pad_id=0)
+    pretrainer = adversarial.DiscriminatorPretrainer(
+        sampler, discriminator, hard_negatives=hard_negatives, samples=False
+    )
+    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))
+    traces, compute_loss = [], pretrainer.compute_loss
+    pretrainer.compute_loss = lambda *args, **kwargs: traces.append(1) or compute_loss(*args, **kwargs)
+    source = np.array([[4, 5, 0, 0], [6, 4, 0, 0]], dtype="int32")
+    real = np.array([[4, 9, 5, 3, 0, 0], [6, 9, 4, 3, 0, 0]], dtype="int32")
+    pretrainer.fit(source, real, batch_size=2, epochs=1, verbose=0)  # one step
+    assert len(traces) == 1

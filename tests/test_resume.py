@@ -205,3 +205,18 @@ def test_backup_restores_extra_state_and_skips_saves_while_told(tmp_path):
     restored = checkpoints.TrainingBackup(tmp_path / "backup")
     assert restored.restore(compiled_model()) == 1
     assert restored.extra == {"accuracy": {"real_accuracy": 0.5}}
+
+
+def test_restore_builds_the_optimizer_so_fit_traces_its_step_once(tmp_path):
+    """Without a backup, `restore` still builds the optimizer before `fit`: when the first
+    trace of a train step creates variables, TensorFlow traces it twice."""
+    from onestep_gan.rdf2text import checkpoints
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    assert checkpoints.TrainingBackup(tmp_path / "backup").restore(model) == 0
+    assert model.optimizer.built
+    traces, train_step = [], model.train_step
+    model.train_step = lambda *args: traces.append(1) or train_step(*args)
+    model.fit(np.ones((4, 2)), np.ones((4, 1)), batch_size=4, epochs=1, verbose=0)  # one step
+    assert len(traces) == 1

@@ -178,6 +178,15 @@ class DiscriminatorPretrainer(keras.Model):
         self.discriminator._ensure_built()
         self.built = True
 
+    def compile(self, *args, **kwargs):
+        super().compile(*args, **kwargs)
+        if self.sampler.generator.built:  # a trained generator, as in the adversarial stage
+            # The optimizer's variables are created now, eagerly: Keras' TensorFlow trainer
+            # would create them while tracing the first train step, which TensorFlow then
+            # traces twice.
+            self.build()
+            self.optimizer.build(self.trainable_variables)
+
     def call(self, source_ids, training=None):
         if not self.samples:
             return ops.zeros((ops.shape(source_ids)[0], 1))  # no text: `compute_loss` ignores it

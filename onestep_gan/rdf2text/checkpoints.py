@@ -168,9 +168,14 @@ class TrainingBackup(keras.callbacks.Callback):
     def restore(self, model):
         """Restores the backed-up state into `model` (compiled, built); returns the epoch to start at.
 
-        Returns 0 (and changes nothing) when there is no backup. Raises `ValueError` naming the
-        file when the backup is damaged or belongs to another configuration.
+        Builds the optimizer in every case, so that its variables exist before `fit`: Keras'
+        TensorFlow trainer would otherwise create them while tracing the train step, which
+        makes TensorFlow trace the step twice. Returns 0 (and changes nothing else) when there
+        is no backup. Raises `ValueError` naming the file when the backup is damaged or
+        belongs to another configuration.
         """
+        if not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
         if not self.exists():
             return 0
         state, arrays = self._read()
@@ -183,8 +188,6 @@ class TrainingBackup(keras.callbacks.Callback):
                 f"The training backup {self.path} belongs to a run with other settings (differing: "
                 f"{changed}). Rerun with the settings of {self.backup_dir.parent} or use a new run folder."
             )
-        if not model.optimizer.built:
-            model.optimizer.build(model.trainable_variables)
         variables = self._variables(model)
         if len(variables) != len(arrays):
             raise ValueError(
