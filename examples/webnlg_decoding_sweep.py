@@ -7,7 +7,10 @@ Expected run time on 2 CPU cores: 20-60 s per setting at the default model size.
     python examples/webnlg_decoding_sweep.py --run-dir runs/webnlg_mle --data-dir ../shared/webnlg/2017 \
         --settings 4,0.6,0 4,0.6,1 8,0.6,1 12,0.6,1 16,0.6,1
 
-Each setting is `beam_width,length_penalty,rerank` (rerank 0 or 1). `--average-checkpoints 1 3 6`
+Each setting is `beam_width,length_penalty,rerank` (rerank 0 or 1), optionally with a fourth
+field, `min_foreign`: the reranker's aligner then also counts a value stated under a relation the
+input does not have (`SlotAligner(min_foreign=...)`; the scores stay those of the run's aligner).
+`--average-checkpoints 1 3 6`
 repeats the settings with the weights averaged over that many epochs ending at the best one (a run
 trained with `--average-checkpoints K` keeps the epoch weights for windows up to K). Nothing is
 written to the run.
@@ -54,9 +57,16 @@ def main():
 
 
 def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged):
-    """Decodes dev with one `beam_width,length_penalty,rerank` setting and prints its row."""
-    beam_width, length_penalty, rerank = setting.split(",")
+    """Decodes dev with one `beam_width,length_penalty,rerank[,min_foreign]` setting and prints its row."""
+    beam_width, length_penalty, rerank, *min_foreign = setting.split(",")
     beam_width, length_penalty, rerank = int(beam_width), float(length_penalty), rerank == "1"
+    reranker, rerank_label = None, "no"
+    if rerank:
+        reranking_aligner, rerank_label = aligner, "yes"
+        if min_foreign:
+            reranking_aligner = SlotAligner.from_config({**aligner.get_config(), "min_foreign": float(min_foreign[0])})
+            rerank_label = f"yes, min_foreign {min_foreign[0]}"
+        reranker = SlotErrorReranker(reranking_aligner)
     generate_function = inference.make_generate_function(
         model, method="beam", beam_width=beam_width, length_penalty=length_penalty,
         return_candidates=rerank,
@@ -64,12 +74,12 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
     start = time.perf_counter()
     texts = inference.decode_examples(
         generate_function, examples, preprocessor, config.decode_batch_size, progress=False,
-        reranker=SlotErrorReranker(aligner) if rerank else None,
+        reranker=reranker,
     )
     seconds = time.perf_counter() - start
     scores = evaluation.evaluate_outputs(texts, dev, aligner)["all"]
     print(
-        f"| {averaged} | {beam_width} | {length_penalty} | {'yes' if rerank else 'no'} | {scores['bleu_2017']:.2f} | "
+        f"| {averaged} | {beam_width} | {length_penalty} | {rerank_label} | {scores['bleu_2017']:.2f} | "
         f"{scores['chrf_pp']:.2f} | {100 * scores['entity_coverage']:.2f} | "
         f"{100 * scores['slot_error_rate']:.2f} | {100 * scores['wrong_binding_rate']:.2f} | {seconds:.0f} |",
         flush=True,

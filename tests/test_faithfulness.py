@@ -173,6 +173,27 @@ def test_unseen_predicate_uses_its_own_words(aligner):
     assert judgement.labels == ("wrong", "missing")
 
 
+def test_a_value_stated_under_a_relation_outside_the_input_is_wrong_with_min_foreign(aligner):
+    """"Alan Bean was born in UT Austin" for `almaMater` alone: no input triple's cues fit, but
+    a mined predicate outside the input (birth place) does, far better than almaMater's own
+    words. Off by default (no evidence either way: correct); `min_foreign` makes it wrong."""
+    strict = SlotAligner.from_config({**aligner.get_config(), "min_foreign": 2.0})
+    triples = (Triple("Alan_Bean", "almaMater", "UT_Austin"),)
+    text = "Alan Bean was born in UT Austin."
+    assert aligner.judge(triples, text).labels == ("correct",)
+    judgement = strict.judge(triples, text).triples[0]
+    assert (judgement.label, judgement.foreign, judgement.rival_predicate) == ("wrong", True, "birth place")
+    # Its own words beside it: correct; a context no predicate fits: correct.
+    assert strict.judge(triples, "Alan Bean's alma mater is UT Austin.").labels == ("correct",)
+    assert strict.judge(triples, "Alan Bean studied at UT Austin.").labels == ("correct",)
+    # An input predicate is a rival, not a foreign relation: the birth place test decides.
+    both = triples + (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),)
+    judgement = strict.judge(both, "Alan Bean was born in UT Austin.").triples[0]
+    assert (judgement.label, judgement.foreign) == ("wrong", False)
+    assert strict.judge(both, "Alan Bean was born in Wheeler, Texas and studied at UT Austin.").labels == (
+        "correct", "correct")
+
+
 def test_slot_error_scores(aligner):
     entries = [
         WebNLGEntry("dev/2triples/Astronaut/Id1", "Astronaut", 2, BEAN, ("ref",)),

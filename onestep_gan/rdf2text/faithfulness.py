@@ -45,6 +45,12 @@ How the aligner works (`SlotAligner`):
    elsewhere" if `rival >= own + margin` and `rival >= min_rival`; the triple is "wrong" when all
    its object mentions are bound elsewhere. Precision of "wrong" is preferred over recall: a
    reference text should get very few errors.
+4. Relations outside the input (`min_foreign`, off unless set): a mention is also bound elsewhere
+   when its context matches a predicate that is *not in the input* far better than its own
+   ("is located in the Straight-six engine" for `engine`, "born in 1 March 2001" for
+   `discovered`): the same test as 3 with `min_foreign` for `min_rival`, against every mined
+   predicate that is neither an input predicate nor similar to the triple's own. Such a triple
+   is "wrong" with `foreign` set.
 
 Everything is pure Python with dictionaries; judging a delexicalised beam candidate takes tens of
 microseconds, so `judge_delexicalised` can rerank beams.
@@ -119,6 +125,8 @@ class TripleJudgement:
         rival_predicate: the predicate of that rival triple (None if none scored above 0).
         no_evidence: the label is "correct" only because no cue matched either way.
         swapped: "wrong" because subject and object are swapped.
+        foreign: "wrong" because the object is stated under a relation that no input triple
+            has (`rival_predicate` names it).
     """
 
     triple: object
@@ -128,6 +136,7 @@ class TripleJudgement:
     rival_predicate: str | None = None
     no_evidence: bool = False
     swapped: bool = False
+    foreign: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,7 +198,7 @@ class TextJudgement:
                 {"triple": " | ".join((t.triple.subject, t.triple.predicate, t.triple.object)),
                  "label": t.label, "own": round(t.own, 3), "rival": round(t.rival, 3),
                  "rival_predicate": t.rival_predicate, "no_evidence": t.no_evidence,
-                 "swapped": t.swapped}
+                 "swapped": t.swapped, "foreign": t.foreign}
                 for t in self.triples
             ],
         }
@@ -202,6 +211,7 @@ class _Input:
     entity_map: dict  # placeholder -> normalised entity
     slots: tuple  # per triple: (subject placeholder, object placeholder, predicate)
     nested_in: dict  # placeholder -> placeholders whose entity's words contain its entity's
+    predicate_keys: frozenset  # `predicate_key` of every input predicate
 
 
 @functools.lru_cache(maxsize=4096)
@@ -226,7 +236,8 @@ def _input_view(triples):
                      and _contains(outer_keys, inner_keys))
         for inner, inner_keys in keys.items() if inner_keys
     }
-    return _Input(dict(example.entity_map), tuple(slots), nested_in)
+    predicate_keys = frozenset(predicate_key(triple.predicate) for triple in triples)
+    return _Input(dict(example.entity_map), tuple(slots), nested_in, predicate_keys)
 
 
 def context_features(tokens, position, subject, window=5, near=2):
@@ -276,10 +287,13 @@ class SlotAligner:
             absent from the cues) for a subject/object swap.
         predicate_word_weight: cue weight of a predicate's own words (side-free).
         window, near: context window sizes (bag of words; exact offsets).
+        min_foreign: None (off), or the least cue score of a predicate outside the input for
+            "wrong" (a value stated under a relation the input does not have).
     """
 
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
-                 max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2):
+                 max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2,
+                 min_foreign=None):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
@@ -290,6 +304,8 @@ class SlotAligner:
         self.predicate_word_weight = float(predicate_word_weight)
         self.window = int(window)
         self.near = int(near)
+        self.min_foreign = None if min_foreign is None else float(min_foreign)
+        self._postings = None  # feature -> [(predicate key, weight)], built when first needed
         self._gazetteer_index = _build_gazetteer_index(self.gazetteer)
         self._weights_cache = {}
         self._similarity_cache = {}
@@ -420,15 +436,19 @@ class SlotAligner:
                 score = _score(weights, other_features)
                 if score > rival:
                     rival, rival_predicate = score, other_predicate
-            elsewhere = (rival >= own + self.margin and rival >= self.min_rival
-                         and own <= self.max_own_share * rival)
+            elsewhere = self._bound_elsewhere(own, rival, self.min_rival)
+            foreign = False
+            if not elsewhere and self.min_foreign is not None:
+                outside, outside_predicate = self._best_foreign(features, predicate, view.predicate_keys)
+                if self._bound_elsewhere(own, outside, self.min_foreign):
+                    elsewhere, foreign, rival, rival_predicate = True, True, outside, outside_predicate
             # The mention most in favour of the triple decides.
-            candidate = (not elsewhere, own - rival, own, rival, rival_predicate)
+            candidate = (not elsewhere, own - rival, own, rival, rival_predicate, foreign)
             if best is None or candidate[:2] > best[:2]:
                 best = candidate
-        not_elsewhere, _, own, rival, rival_predicate = best
+        not_elsewhere, _, own, rival, rival_predicate, foreign = best
         if not not_elsewhere:
-            return TripleJudgement(triple, "wrong", own, rival, rival_predicate)
+            return TripleJudgement(triple, "wrong", own, rival, rival_predicate, foreign=foreign)
         if own <= 0 and subject != object_ and positions.get(subject):
             # Subject/object swap: the subject sits where the object's cues are.
             subject_score = max(
@@ -439,6 +459,27 @@ class SlotAligner:
                 return TripleJudgement(triple, "wrong", own, subject_score, predicate, swapped=True)
         return TripleJudgement(
             triple, "correct", own, rival, rival_predicate, no_evidence=(own <= 0 and rival <= 0))
+
+    def _bound_elsewhere(self, own, rival, least):
+        return rival >= own + self.margin and rival >= least and own <= self.max_own_share * rival
+
+    def _best_foreign(self, features, predicate, input_keys):
+        """The best-matching mined predicate outside the input and unlike `predicate`:
+        `(score, predicate key)`, `(0.0, None)` if none matches."""
+        if self._postings is None:
+            postings = collections.defaultdict(list)
+            for key, weights in self.cues.items():
+                for feature, weight in weights.items():
+                    postings[feature].append((key, weight))
+            self._postings = dict(postings)
+        scores = collections.Counter()
+        for feature in set(features):
+            for key, weight in self._postings.get(feature, ()):
+                scores[key] += weight
+        for key, score in scores.most_common():
+            if key not in input_keys and not self.similar_predicates(predicate, key):
+                return score, key
+        return 0.0, None
 
     def similar_predicates(self, first, second):
         """Whether two predicates are too alike to tell apart by context: the same key, or
@@ -482,6 +523,7 @@ class SlotAligner:
             "predicate_word_weight": self.predicate_word_weight,
             "window": self.window,
             "near": self.near,
+            "min_foreign": self.min_foreign,
         }
 
     @classmethod
