@@ -49,8 +49,8 @@ How the aligner works (`SlotAligner`):
    when its context matches a predicate that is *not in the input* far better than its own
    ("is located in the Straight-six engine" for `engine`, "born in 1 March 2001" for
    `discovered`): the same test as 3 with `min_foreign` for `min_rival`, against every mined
-   predicate that is neither an input predicate nor similar to the triple's own. Such a triple
-   is "wrong" with `foreign` set.
+   predicate that is neither an input predicate nor similar to the triple's own, for objects of
+   one triple that are no input triple's subject. Such a triple is "wrong" with `foreign` set.
 
 Everything is pure Python with dictionaries; judging a delexicalised beam candidate takes tens of
 microseconds, so `judge_delexicalised` can rerank beams.
@@ -422,7 +422,14 @@ class SlotAligner:
             if other_object != object_ and other_subject != object_
             and not self.similar_predicates(predicate, other_predicate)
         ]
-        best = None  # (not bound elsewhere, own - rival, own, rival, rival predicate)
+        # Relations outside the input are looked for only for an entity that is this triple's
+        # object alone (as in mining): the subject or object of another input triple may sit in
+        # that triple's context, whose predicate has other words ("the language spoken in X").
+        single_role = not any(
+            (other_subject == object_ or other_object == object_) and (other_subject, other_object) != (subject, object_)
+            for other_subject, other_object, _ in view.slots
+        )
+        best = None  # (not bound elsewhere, own - rival, own, rival, rival predicate, foreign)
         for position in positions[object_]:
             features = context_features(tokens, position, subject, self.window, self.near)
             own = _score(own_weights, features)
@@ -438,7 +445,7 @@ class SlotAligner:
                     rival, rival_predicate = score, other_predicate
             elsewhere = self._bound_elsewhere(own, rival, self.min_rival)
             foreign = False
-            if not elsewhere and self.min_foreign is not None:
+            if not elsewhere and self.min_foreign is not None and single_role:
                 outside, outside_predicate = self._best_foreign(features, predicate, view.predicate_keys)
                 if self._bound_elsewhere(own, outside, self.min_foreign):
                     elsewhere, foreign, rival, rival_predicate = True, True, outside, outside_predicate
