@@ -8,8 +8,9 @@ Expected run time on 2 CPU cores: 20-60 s per setting at the default model size.
         --settings 4,0.6,0 4,0.6,1 8,0.6,1 12,0.6,1 16,0.6,1
 
 Each setting is `beam_width,length_penalty,rerank` (rerank 0 or 1), optionally with a fourth
-field, `min_foreign`: the reranker's aligner then also counts a value stated under a relation the
-input does not have (`SlotAligner(min_foreign=...)`; the scores stay those of the run's aligner).
+field, the reranker's `min_foreign` (`none`: off; default: the run's `rerank_min_foreign`): the
+reranker then also counts a value stated under a relation the input does not have. The scores
+are those of the run's aligner, which does not.
 `--average-checkpoints 1 3 6`
 repeats the settings with the weights averaged over that many epochs ending at the best one (a run
 trained with `--average-checkpoints K` keeps the epoch weights for windows up to K). Nothing is
@@ -62,11 +63,11 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
     beam_width, length_penalty, rerank = int(beam_width), float(length_penalty), rerank == "1"
     reranker, rerank_label = None, "no"
     if rerank:
-        reranking_aligner, rerank_label = aligner, "yes"
+        foreign = config.rerank_min_foreign
         if min_foreign:
-            reranking_aligner = SlotAligner.from_config({**aligner.get_config(), "min_foreign": float(min_foreign[0])})
-            rerank_label = f"yes, min_foreign {min_foreign[0]}"
-        reranker = SlotErrorReranker(reranking_aligner)
+            foreign = None if min_foreign[0].lower() == "none" else float(min_foreign[0])
+        reranker = SlotErrorReranker(aligner, min_foreign=foreign)
+        rerank_label = "yes" if foreign is None else f"yes, min_foreign {foreign:g}"
     generate_function = inference.make_generate_function(
         model, method="beam", beam_width=beam_width, length_penalty=length_penalty,
         return_candidates=rerank,

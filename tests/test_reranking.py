@@ -33,6 +33,18 @@ def test_a_swapped_candidate_loses_to_a_faithful_one(reranker):
     assert reranker.choose(TRIPLES, [SWAPPED, RIGHT], ENTITY_MAP) == 1
 
 
+def test_min_foreign_counts_a_value_stated_under_a_relation_outside_the_input(reranker):
+    """`almaMater` alone: "born in UT Austin" states a birth place the input does not have."""
+    triples = (Triple("Alan_Bean", "almaMater", "UT_Austin"),)
+    entity_map = {"ENT_1": "Alan Bean", "ENT_2": "UT Austin"}
+    born, studied = "ENT_1 was born in ENT_2 .".split(), "ENT_1 studied at ENT_2 .".split()
+    assert reranker.choose(triples, [born, studied], entity_map) == 0  # no error either way
+    strict = SlotErrorReranker(reranker.aligner, min_foreign=2.0)
+    assert (strict.errors(triples, born, entity_map), strict.errors(triples, studied, entity_map)) == (1, 0)
+    assert strict.choose(triples, [born, studied], entity_map) == 1
+    assert reranker.aligner.min_foreign is None  # the reranker's own copy, with the setting
+
+
 def test_invented_and_repeated_placeholders_count_and_ties_keep_beam_order(reranker):
     invented = RIGHT[:-1] + ["near", "ENT_4", "."]
     repeated = RIGHT[:-1] + ["in", "ENT_2", "."]

@@ -29,6 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from onestep_gan.rdf2text.config import (  # noqa: E402
     AdversarialConfig,
     MLEConfig,
+    _optional_float,
     add_config_arguments,
     config_from_arguments,
 )
@@ -160,6 +161,8 @@ def _decode(args):
         for name in ("decode_method", "beam_width", "length_penalty", "rerank")
         if getattr(args, name) is not None
     }
+    if hasattr(args, "rerank_min_foreign"):  # given (`none` is a value: off)
+        decoding["rerank_min_foreign"] = args.rerank_min_foreign
     results = decode_run(args.run_dir, args.data_dir, **decoding)
     for name in ("dev", "test"):
         print(f"{name}:\n{format_markdown_table(results[name])}")
@@ -190,7 +193,7 @@ def _generate(args):
             beam_width=args.beam_width or config.beam_width,
             length_penalty=config.length_penalty,
             batch_size=config.decode_batch_size,
-            reranker=SlotErrorReranker(aligner) if aligner is not None else None,
+            reranker=SlotErrorReranker(aligner, config.rerank_min_foreign) if aligner is not None else None,
         )
         if wanted else ()
     )
@@ -221,7 +224,7 @@ def _evaluate(args):
             + ("" if args.run_dir else " (for a sampled run, pass its --run-dir)")
         )
     name = args.name or f"{args.split}_evaluated"
-    aligner = SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir))
+    aligner = SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir), min_foreign=args.min_foreign)
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
     return 0
@@ -254,6 +257,10 @@ def build_parser():
     decode.add_argument("--beam-width", type=int, help="default: the run's")
     decode.add_argument("--length-penalty", type=float, help="default: the run's")
     decode.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="default: the run's")
+    decode.add_argument(
+        "--rerank-min-foreign", type=_optional_float, default=argparse.SUPPRESS, metavar="SCORE",
+        help="the reranker also counts values stated under a relation outside the input (none: not); default: the run's",
+    )
     decode.set_defaults(handler=_decode)
 
     generate = subparsers.add_parser("generate", help="texts for triple sets (one set per line)")
@@ -271,6 +278,10 @@ def build_parser():
     evaluate.add_argument("--name", help="file name prefix (default: {split}_evaluated)")
     evaluate.add_argument(
         "--run-dir", help="the run that wrote the hypotheses: score the entries it sampled (--quick, --max-eval-entries)"
+    )
+    evaluate.add_argument(
+        "--min-foreign", type=_optional_float, default=None, metavar="SCORE",
+        help="slot errors also count values stated under a relation outside the input (SlotAligner min_foreign)",
     )
     evaluate.set_defaults(handler=_evaluate)
     return parser

@@ -518,6 +518,10 @@ class SlotAligner:
 
     # ------------------------------------------------------------------------ persistence
 
+    def with_settings(self, **settings):
+        """A copy with other judging settings (`min_foreign=6.0`, `margin=...`), the same cues."""
+        return type(self).from_config({**self.get_config(), **settings})
+
     def get_config(self):
         return {
             "cues": self.cues,

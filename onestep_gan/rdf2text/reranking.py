@@ -22,13 +22,17 @@ class SlotErrorReranker:
 
     Args:
         aligner: a `faithfulness.SlotAligner` mined from the training references.
+        min_foreign: None, or the aligner's `min_foreign` for reranking: a value stated under a
+            relation the input does not have counts as a slot error too.
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
     >>> best = reranker.choose(triples, [["ENT_1", "was", "born", "in", "ENT_2", "."], ...])
     """
 
-    def __init__(self, aligner):
+    def __init__(self, aligner, min_foreign=None):
+        if min_foreign is not None:
+            aligner = aligner.with_settings(min_foreign=min_foreign)
         self.aligner = aligner
 
     def errors(self, triples, tokens, entity_map):
