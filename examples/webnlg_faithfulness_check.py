@@ -299,13 +299,15 @@ def main(argv=None):
     parser.add_argument("--save-aligner", default=None)
     parser.add_argument("--show", type=int, default=0, help="print this many disagreements per kind")
     parser.add_argument("--output", default=None, help="write all numbers to this JSON file")
+    parser.add_argument("--min-foreign", type=float, default=None,
+                        help="the aligner also counts values stated under a relation outside the input")
     args = parser.parse_args(argv)
 
     start = time.time()
     train = webnlg.load_webnlg("train", args.data_dir)
     dev = webnlg.load_webnlg("dev", args.data_dir)
     test = webnlg.load_webnlg("test", args.data_dir)
-    aligner = faithfulness.SlotAligner.from_entries(train)
+    aligner = faithfulness.SlotAligner.from_entries(train, min_foreign=args.min_foreign)
     print(f"mined {len(aligner.cues)} predicates, {sum(map(len, aligner.cues.values()))} cues, "
           f"{len(aligner.gazetteer)} gazetteer entities in {time.time() - start:.1f}s")
     if args.save_aligner:
