@@ -48,19 +48,6 @@ def webnlg_path():
     return path
 
 
-# The heaviest test files first. pytest-xdist (`-n 2 --dist loadfile`) hands the files out in
-# collection order; alphabetically these two come late, and the process that took one ran it
-# alone at the end (on a slow 2-core machine, TensorFlow: test_resume about 540 s,
-# test_adversarial about 300 s, of a 950 s pass). Started first, the other process fills in
-# around them. The other files keep their order; every test seeds and clears its own state.
-HEAVIEST_FIRST = ("test_resume.py", "test_adversarial.py")
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: index for index, name in enumerate(HEAVIEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # a stable sort
-
-
 @pytest.fixture(autouse=True)
 def _seed_and_clear():
     keras.utils.set_random_seed(1234)
