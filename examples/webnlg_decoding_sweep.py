@@ -30,6 +30,7 @@ from onestep_gan.rdf2text import averaging, evaluation, inference, runs  # noqa:
 from onestep_gan.rdf2text.faithfulness import SlotAligner  # noqa: E402
 from onestep_gan.rdf2text.reranking import SlotErrorReranker  # noqa: E402
 from onestep_gan.rdf2text.cli import run_script  # noqa: E402
+from onestep_gan.rdf2text.config import _optional_float  # noqa: E402
 
 
 def main():
@@ -65,7 +66,7 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
     if rerank:
         foreign = config.rerank_min_foreign
         if min_foreign:
-            foreign = None if min_foreign[0].lower() == "none" else float(min_foreign[0])
+            foreign = _optional_float(min_foreign[0])
         reranker = SlotErrorReranker(aligner, min_foreign=foreign)
         rerank_label = "yes" if foreign is None else f"yes, min_foreign {foreign:g}"
     generate_function = inference.make_generate_function(

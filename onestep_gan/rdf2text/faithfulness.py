@@ -425,7 +425,7 @@ class SlotAligner:
         # Relations outside the input are looked for only for an entity that is this triple's
         # object alone (as in mining): the subject or object of another input triple may sit in
         # that triple's context, whose predicate has other words ("the language spoken in X").
-        single_role = not any(
+        single_role = self.min_foreign is not None and not any(
             (other_subject == object_ or other_object == object_) and (other_subject, other_object) != (subject, object_)
             for other_subject, other_object, _ in view.slots
         )
@@ -445,7 +445,7 @@ class SlotAligner:
                     rival, rival_predicate = score, other_predicate
             elsewhere = self._bound_elsewhere(own, rival, self.min_rival)
             foreign = False
-            if not elsewhere and self.min_foreign is not None and single_role:
+            if not elsewhere and single_role:
                 outside, outside_predicate = self._best_foreign(features, predicate, view.predicate_keys)
                 if self._bound_elsewhere(own, outside, self.min_foreign):
                     elsewhere, foreign, rival, rival_predicate = True, True, outside, outside_predicate
