@@ -221,6 +221,25 @@ def test_pretrainer_evaluates_and_fits_a_fresh_discriminator_with_dropout():
     assert np.isfinite(history.history["loss"][0])
 
 
+def test_pretrainer_never_trains_a_fresh_generator():
+    """The sampler's generator stays frozen even when it is built only inside the pretrainer:
+    its blocks are created after `sampler.trainable = False`, and Keras' setter reaches only
+    the sublayers that exist (a fresh generator's variables were in the optimizer's list)."""
+    generator, sampler, discriminator = tiny_parts()
+    pretrainer = adversarial.DiscriminatorPretrainer(sampler, discriminator, samples=True)
+    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-2))
+    source = np.array([[4, 5, 0, 0], [6, 4, 0, 0]], dtype="int32")
+    real = np.array([[4, 9, 5, 3, 0, 0], [6, 9, 4, 3, 0, 0]], dtype="int32")
+    pretrainer.fit(source, real, batch_size=2, epochs=1, verbose=0)
+    before = [np.array(v) for v in generator.weights]
+    trained = {id(v) for v in pretrainer.trainable_variables}
+    assert generator.weights and not any(id(v) in trained for v in generator.weights)
+    assert {id(v) for v in discriminator.trainable_variables} <= trained
+    pretrainer.fit(source, real, batch_size=2, epochs=2, verbose=0)
+    for old, variable in zip(before, generator.weights):
+        np.testing.assert_array_equal(old, np.array(variable))
+
+
 def test_pretrainer_fit_traces_its_step_once():
     """`compile` builds the optimizer (the generator is trained, so built): when the first
     trace of a step creates variables, TensorFlow traces it twice (10-25 s of a quick

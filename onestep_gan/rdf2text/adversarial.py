@@ -176,16 +176,22 @@ class DiscriminatorPretrainer(keras.Model):
         # stateless step cannot hold (D's dropout seeds came back as None). Every size comes
         # from D's config, so it is built here.
         self.discriminator._ensure_built()
+        # A fresh generator creates its blocks when built, after `sampler.trainable = False`
+        # reached only the sublayers that existed then: freeze it again once built, or their
+        # variables would be in this model's trainable variables (and the optimizer's). On
+        # TensorFlow, setting the flag to the value it has does not reach new sublayers (Keras
+        # 3.15), so it is switched on and off.
+        self.sampler.generator._ensure_built()
+        self.sampler.trainable = True
+        self.sampler.trainable = False
         self.built = True
 
     def compile(self, *args, **kwargs):
         super().compile(*args, **kwargs)
-        if self.sampler.generator.built:  # a trained generator, as in the adversarial stage
-            # The optimizer's variables are created now, eagerly: Keras' TensorFlow trainer
-            # would create them while tracing the first train step, which TensorFlow then
-            # traces twice.
-            self.build()
-            self.optimizer.build(self.trainable_variables)
+        # The optimizer's variables are created now, eagerly: Keras' TensorFlow trainer would
+        # create them while tracing the first train step, which TensorFlow then traces twice.
+        self.build()
+        self.optimizer.build(self.trainable_variables)
 
     def call(self, source_ids, training=None):
         if not self.samples:
