@@ -10,7 +10,8 @@ Expected run time on 2 CPU cores: 20-60 s per setting at the default model size.
 Each setting is `beam_width,length_penalty,rerank` (rerank 0 or 1), optionally with a fourth
 field, the reranker's `min_foreign` (`none`: off; default: the run's `rerank_min_foreign`): the
 reranker then also counts a value stated under a relation the input does not have. The scores
-are those of the run's aligner, which does not.
+are those of the run's aligner, which does not. Ties on slot errors are broken as the run's
+`rerank_stated_relations` says (it changes nothing on dev, whose predicates are all seen in train).
 `--average-checkpoints 1 3 6`
 repeats the settings with the weights averaged over that many epochs ending at the best one (a run
 trained with `--average-checkpoints K` keeps the epoch weights for windows up to K). Nothing is
@@ -67,7 +68,7 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
         foreign = config.rerank_min_foreign
         if min_foreign:
             foreign = _optional_float(min_foreign[0])
-        reranker = SlotErrorReranker(aligner, min_foreign=foreign)
+        reranker = SlotErrorReranker(aligner, min_foreign=foreign, stated_relations=config.rerank_stated_relations)
         rerank_label = "yes" if foreign is None else f"yes, min_foreign {foreign:g}"
     generate_function = inference.make_generate_function(
         model, method="beam", beam_width=beam_width, length_penalty=length_penalty,

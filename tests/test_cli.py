@@ -111,13 +111,14 @@ def test_chain_runs_mle_then_the_adversarial_stage_whose_run_generate_reads(tmp_
 
 def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys):
     argv = ["decode", "--run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017), "--decode-method", "beam",
-            "--beam-width", "3", "--no-rerank", "--rerank-min-foreign", "none"]
+            "--beam-width", "3", "--no-rerank", "--rerank-min-foreign", "none",
+            "--no-rerank-stated-relations"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         assert cli.main(argv) == 0
     config = json.loads((trained_run / "config.json").read_text())
     assert (config["decode_method"], config["beam_width"], config["rerank"]) == ("beam", 3, False)
-    assert config["rerank_min_foreign"] is None
+    assert config["rerank_min_foreign"] is None and config["rerank_stated_relations"] is False
     assert "slot errors %" in (trained_run / "test_scores.md").read_text()
 
 

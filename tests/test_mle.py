@@ -82,12 +82,14 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     # A run saved before predicate placeholders, epoch-seeded shuffling and averaging existed
     # (its config.json lacks them) was trained without them, whatever today's defaults are.
     saved = MLEConfig.quick().to_dict()
-    for name in ("predicate_placeholders", "epoch_seeded_shuffle", "average_checkpoints", "rerank_min_foreign"):
+    for name in ("predicate_placeholders", "epoch_seeded_shuffle", "average_checkpoints", "rerank_min_foreign",
+                 "rerank_stated_relations"):
         del saved[name]
     (tmp_path / "config.json").write_text(json.dumps(saved), encoding="utf-8")
     config = MLEConfig.load(tmp_path / "config.json")
     assert (config.predicate_placeholders, config.epoch_seeded_shuffle, config.average_checkpoints) == (False, False, 1)
     assert config.rerank_min_foreign is None and MLEConfig().rerank_min_foreign == 6.0
+    assert config.rerank_stated_relations is False and MLEConfig().rerank_stated_relations is True
     assert MLEConfig().predicate_placeholders and MLEConfig().epoch_seeded_shuffle  # today's defaults
     # A field the file has keeps its value.
     (tmp_path / "config.json").write_text(json.dumps({**saved, "average_checkpoints": 3}), encoding="utf-8")

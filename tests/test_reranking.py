@@ -45,6 +45,26 @@ def test_min_foreign_counts_a_value_stated_under_a_relation_outside_the_input(re
     assert reranker.aligner.min_foreign is None  # the reranker's own copy, with the setting
 
 
+def test_stated_relations_break_ties_for_a_relation_unseen_in_training(reranker):
+    """`engine` has no mined cues: "is in ENT_2" states no relation the reader can trust,
+    "has the engine ENT_2" states the input's. Slot errors still come first."""
+    triples = (Triple("Alvis_Speed_25", "engine", "Straight-six_engine"),)
+    entity_map = {"ENT_1": "Alvis Speed 25", "ENT_2": "Straight-six engine"}
+    located, stated = "ENT_1 is in the ENT_2 .".split(), "ENT_1 has the engine ENT_2 .".split()
+    assert not reranker.aligner.has_cues("engine") and reranker.aligner.has_cues("birthPlace")
+    assert reranker.choose(triples, [located, stated], entity_map) == 0  # off: beam order
+    stating = SlotErrorReranker(reranker.aligner, stated_relations=True)
+    assert (stating.unstated_relations(triples, located), stating.unstated_relations(triples, stated)) == (1, 0)
+    assert stating.choose(triples, [located, stated], entity_map) == 1
+    # Fewer slot errors win over stated relations: a missing value loses.
+    assert stating.choose(triples, ["ENT_1 has an engine .".split(), located], entity_map) == 1
+    # A relation with mined cues is not an unstated relation, whatever its wording.
+    born = (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),)
+    assert stating.unstated_relations(born, "ENT_1 is in ENT_2 .".split()) == 0
+    assert stating.choose(born, ["ENT_1 is from ENT_2 .".split(), "ENT_1 was born in ENT_2 .".split()],
+                          {"ENT_1": "Alan Bean", "ENT_2": "Wheeler, Texas"}) == 0
+
+
 def test_invented_and_repeated_placeholders_count_and_ties_keep_beam_order(reranker):
     invented = RIGHT[:-1] + ["near", "ENT_4", "."]
     repeated = RIGHT[:-1] + ["in", "ENT_2", "."]

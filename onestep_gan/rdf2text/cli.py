@@ -158,7 +158,7 @@ def _decode(args):
 
     decoding = {
         name: getattr(args, name)
-        for name in ("decode_method", "beam_width", "length_penalty", "rerank")
+        for name in ("decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations")
         if getattr(args, name) is not None
     }
     if hasattr(args, "rerank_min_foreign"):  # given (`none` is a value: off)
@@ -193,7 +193,7 @@ def _generate(args):
             beam_width=args.beam_width or config.beam_width,
             length_penalty=config.length_penalty,
             batch_size=config.decode_batch_size,
-            reranker=SlotErrorReranker(aligner, config.rerank_min_foreign) if aligner is not None else None,
+            reranker=SlotErrorReranker.from_config(aligner, config) if aligner is not None else None,
         )
         if wanted else ()
     )
@@ -260,6 +260,10 @@ def build_parser():
     decode.add_argument(
         "--rerank-min-foreign", type=_optional_float, default=argparse.SUPPRESS, metavar="SCORE",
         help="the reranker also counts values stated under a relation outside the input (none: not); default: the run's",
+    )
+    decode.add_argument(
+        "--rerank-stated-relations", action=argparse.BooleanOptionalAction, default=None,
+        help="ties on slot errors go to the candidate that states unseen relations in their own words; default: the run's",
     )
     decode.set_defaults(handler=_decode)
 

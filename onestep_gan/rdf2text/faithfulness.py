@@ -488,6 +488,11 @@ class SlotAligner:
                 return score, key
         return 0.0, None
 
+    def has_cues(self, predicate):
+        """Whether the training references gave `predicate` mined cues. Without them (a
+        predicate unseen in training) its own words are all the aligner knows of it."""
+        return predicate_key(predicate) in self.cues
+
     def similar_predicates(self, first, second):
         """Whether two predicates are too alike to tell apart by context: the same key, or
         cue vectors with a cosine of at least `max_similarity` ("ingredient" and "main

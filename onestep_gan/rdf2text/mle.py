@@ -119,7 +119,7 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True):
     and reranking of the beam candidates by slot errors when `config.rerank` and an aligner)."""
     reranker = None
     if config.rerank and config.decode_method == "beam" and aligner is not None:
-        reranker = SlotErrorReranker(aligner, min_foreign=config.rerank_min_foreign)
+        reranker = SlotErrorReranker.from_config(aligner, config)
     generate_function = inference.make_generate_function(
         model,
         method=config.decode_method,

@@ -10,6 +10,14 @@ entities are put back) by
 
 and keeps the candidate with the fewest, ties going to the more likely one (beam order). With
 no errors among the candidates this is plain beam search.
+
+With `stated_relations`, ties on that count go first to the candidate that leaves fewer
+**unstated relations**: triples whose predicate the training references never showed (the
+aligner has no mined cues for it, as for most predicates of WebNLG's unseen categories) and
+whose value the text mentions without any word of the predicate near it. For such a triple
+the aligner can only say "correct, no evidence", and the model, not knowing the relation,
+falls back on a frequent one: "The Alvis Speed 25 is in the Straight-six engine" for
+`engine`, where another candidate says "has the engine Straight-six engine".
 """
 
 import collections
@@ -24,28 +32,53 @@ class SlotErrorReranker:
         aligner: a `faithfulness.SlotAligner` mined from the training references.
         min_foreign: None, or the aligner's `min_foreign` for reranking: a value stated under a
             relation the input does not have counts as a slot error too.
+        stated_relations: break ties on errors by the fewest unstated relations (above).
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
     >>> best = reranker.choose(triples, [["ENT_1", "was", "born", "in", "ENT_2", "."], ...])
     """
 
-    def __init__(self, aligner, min_foreign=None):
+    def __init__(self, aligner, min_foreign=None, stated_relations=False):
         if min_foreign is not None:
             aligner = aligner.with_settings(min_foreign=min_foreign)
         self.aligner = aligner
+        self.stated_relations = bool(stated_relations)
+
+    @classmethod
+    def from_config(cls, aligner, config):
+        """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`)."""
+        return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations)
 
     def errors(self, triples, tokens, entity_map):
         """The error count of one candidate (delexicalised `tokens`, the input's `entity_map`)."""
+        return self._rank(triples, tokens, entity_map)[0]
+
+    def unstated_relations(self, triples, tokens):
+        """Triples of a predicate without mined cues whose value `tokens` mention without any
+        word of the predicate near it (module docstring)."""
+        judgement = self.aligner.judge_delexicalised(triples, list(tokens))
+        return self._unstated(judgement)
+
+    def _unstated(self, judgement):
+        return sum(
+            judgement.label == "correct" and judgement.own <= 0
+            and not self.aligner.has_cues(judgement.triple.predicate)
+            for judgement in judgement.triples
+        )
+
+    def _rank(self, triples, tokens, entity_map):
         placeholders = [token for token in tokens if preprocessing.is_placeholder(token)]
         invented = sum(placeholder not in entity_map for placeholder in placeholders)
         repeated = sum(count - 1 for count in collections.Counter(placeholders).values() if count > 1)
         judgement = self.aligner.judge_delexicalised(triples, list(tokens))
-        return judgement.num_errors + invented + repeated
+        unstated = self._unstated(judgement) if self.stated_relations else 0
+        return judgement.num_errors + invented + repeated, unstated
 
     def choose(self, triples, candidates, entity_map):
-        """Index of the candidate (token lists, most likely first) with the fewest errors."""
+        """Index of the candidate (token lists, most likely first) with the fewest errors (then,
+        with `stated_relations`, the fewest unstated relations)."""
         if not candidates:
             raise ValueError("Expected at least one candidate. Received: none.")
-        errors = [self.errors(triples, tokens, entity_map) for tokens in candidates]
-        return min(range(len(candidates)), key=lambda index: (errors[index], index))
+        ranks = [self._rank(triples, tokens, entity_map) for tokens in candidates]
+        return min(range(len(candidates)), key=lambda index: (ranks[index], index))
