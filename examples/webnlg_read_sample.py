@@ -63,6 +63,7 @@ def main(argv=None):
         aligner = faithfulness.SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir))
     indices = sorted(random.Random(args.seed).sample(range(len(entries)), min(args.count, len(entries))))
     flagged = [0] * len(outputs)
+    names = column_labels(args.hypotheses) if len(outputs) > 1 else [""] * len(outputs)
     for number, index in enumerate(indices, 1):
         entry = entries[index]
         seen = "" if entry.seen is None else (" seen" if entry.seen else " UNSEEN")
@@ -72,12 +73,21 @@ def main(argv=None):
             flagged[column] += not judgement.is_faithful
             labels = "".join(label[0] for label in judgement.labels)
             extra = f" extra={list(judgement.extra_entities)}" if judgement.extra_entities else ""
-            name = f"{pathlib.Path(path).parent.name}/" if len(outputs) > 1 else ""
-            print(f"  {name}-> {lines[index]}")
+            print(f"  {names[column]}-> {lines[index]}")
             print(f"     aligner: {labels}{extra}")
         print()
     for path, count in zip(args.hypotheses, flagged):
         print(f"{path}: the aligner flags {count} of {len(indices)} outputs")
+
+
+def column_labels(paths):
+    """Short, distinct labels for outputs side by side: each file's folder ("mle/"), else
+    folder and file ("variants/base.txt ") where folders repeat, else the paths as given."""
+    for label in (lambda path: f"{path.parent.name}/", lambda path: f"{path.parent.name}/{path.name} "):
+        labels = [label(pathlib.Path(path)) for path in paths]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{path} " for path in paths]
 
 
 def print_entry(number, entry, note=""):

@@ -33,3 +33,9 @@ def test_blind_needs_two_hypotheses_files(tmp_path, capsys):
         read_sample.main(["--hypotheses", str(tmp_path / "one.txt"), "--blind", str(tmp_path / "key.json")])
     assert error.value.code == 2
     assert "--blind compares two --hypotheses files. Received: 1" in capsys.readouterr().err
+
+
+def test_side_by_side_labels_tell_files_of_one_folder_apart():
+    assert read_sample.column_labels(["runs/mle/test.txt", "runs/gan/test.txt"]) == ["mle/", "gan/"]
+    assert read_sample.column_labels(["runs/v/base.txt", "runs/v/rule.txt"]) == ["v/base.txt ", "v/rule.txt "]
+    assert read_sample.column_labels(["a/v/t.txt", "b/v/t.txt"]) == ["a/v/t.txt ", "b/v/t.txt "]
