@@ -82,6 +82,17 @@ def test_evaluate_writes_scores(tmp_path):
     assert (tmp_path / "test_evaluated_scores.md").is_file()
 
 
+def test_evaluate_inversions_counts_a_relation_stated_the_wrong_way_round(tmp_path):
+    hypotheses = tmp_path / "test_hypotheses.txt"
+    hypotheses.write_text("Aarhus Airport is the city served of Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
+    base = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
+    rates = []
+    for extra in ([], ["--inversions"]):
+        assert cli.main(base + extra) == 0
+        rates.append(json.loads((tmp_path / "test_evaluated_scores.json").read_text())["seen"]["wrong_binding_rate"])
+    assert rates == [0.0, 1.0]  # the seen entry: Aarhus_Airport | cityServed | "Aarhus, Denmark"
+
+
 def test_evaluate_rejects_wrong_line_count(tmp_path):
     hypotheses = tmp_path / "hyp.txt"
     hypotheses.write_text("only one line\n")

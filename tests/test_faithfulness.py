@@ -265,3 +265,25 @@ def test_real_corpus_references_and_the_issue_example(webnlg_path):
     faithful = "Alan Bean was born in Wheeler, Texas and served as a test pilot."
     assert aligner.judge(triples, swapped).labels == ("wrong", "wrong")
     assert aligner.judge(triples, faithful).labels == ("correct", "correct")
+
+
+def test_inversions_call_a_relation_stated_the_wrong_way_round_wrong(aligner):
+    """"X is the P of Y" says P(Y) = X: for `Alan_Bean birthPlace Wheeler,_Texas`, "Wheeler, Texas
+    is the birth place of Alan Bean" is right and "Alan Bean is the birth place of Wheeler, Texas"
+    wrong, with or without cues for the predicate; a verb-named predicate is left alone."""
+    inverting = aligner.with_settings(inversions=True)
+    born = (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),)
+    right = ("Wheeler, Texas is the birth place of Alan Bean.", "The birth place of Alan Bean is Wheeler, Texas.")
+    wrong = ("Alan Bean is the birth place of Wheeler, Texas.", "The birth place of Wheeler, Texas is Alan Bean.")
+    assert [inverting.judge(born, text).labels for text in right] == [("correct",), ("correct",)]
+    judgements = [inverting.judge(born, text) for text in wrong]
+    assert [j.labels for j in judgements] == [("wrong",), ("wrong",)] and all(j.triples[0].swapped for j in judgements)
+    assert aligner.judge(born, wrong[0]).labels == ("correct",)  # off by default
+    engine = (Triple("Alvis_Speed_25", "engine", "Straight-six_engine"),)  # no mined cues
+    assert inverting.judge(engine, "Alvis Speed 25 is the engine of Straight-six engine.").labels == ("wrong",)
+    assert inverting.judge(engine, "The engine of Alvis Speed 25 is Straight-six engine.").labels == ("correct",)
+    part = (Triple("Texas", "isPartOf", "United_States"),)
+    assert inverting.judge(part, "Texas is part of the United States.").labels == ("correct",)
+    # Every mention decides: one mention stated the right way keeps the triple correct.
+    both = "Alan Bean is the birth place of Wheeler, Texas. Alan Bean was born in Wheeler, Texas."
+    assert inverting.judge(born, both).labels == ("correct",)

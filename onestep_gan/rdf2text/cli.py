@@ -224,7 +224,9 @@ def _evaluate(args):
             + ("" if args.run_dir else " (for a sampled run, pass its --run-dir)")
         )
     name = args.name or f"{args.split}_evaluated"
-    aligner = SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir), min_foreign=args.min_foreign)
+    aligner = SlotAligner.from_entries(
+        webnlg.load_webnlg("train", args.data_dir), min_foreign=args.min_foreign, inversions=args.inversions
+    )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
     return 0
@@ -286,6 +288,10 @@ def build_parser():
     evaluate.add_argument(
         "--min-foreign", type=_optional_float, default=None, metavar="SCORE",
         help="slot errors also count values stated under a relation outside the input (SlotAligner min_foreign)",
+    )
+    evaluate.add_argument(
+        "--inversions", action="store_true",
+        help='slot errors also count relations stated the wrong way round ("X is the birth place of Y" for Y birthPlace X)',
     )
     evaluate.set_defaults(handler=_evaluate)
     return parser

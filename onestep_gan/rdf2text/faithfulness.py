@@ -52,6 +52,12 @@ How the aligner works (`SlotAligner`):
    predicate that is neither an input predicate nor similar to the triple's own, for objects of
    one triple that are no input triple's subject. Such a triple is "wrong" with `foreign` set.
 
+5. Inverted relations (`inversions`, off unless set): "ENT_2 is the birth place of ENT_1" or "the
+   birth place of ENT_2 is ENT_1" for `ENT_1 birthPlace ENT_2` states the relation the wrong way
+   round (English "X is the P of Y" says P(Y) = X). When every mention of the object sits in such a
+   phrase with the predicate's own words (a predicate named by a noun: not "isPartOf", "has..."),
+   the triple is "wrong" with `swapped` set. No cue is needed, so it holds for unseen predicates too.
+
 Everything is pure Python with dictionaries; judging a delexicalised beam candidate takes tens of
 microseconds, so `judge_delexicalised` can rerank beams.
 """
@@ -289,11 +295,13 @@ class SlotAligner:
         window, near: context window sizes (bag of words; exact offsets).
         min_foreign: None (off), or the least cue score of a predicate outside the input for
             "wrong" (a value stated under a relation the input does not have).
+        inversions: also call "wrong" a relation stated the wrong way round in its own words
+            ("ENT_2 is the birth place of ENT_1"; module docstring, 5).
     """
 
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
                  max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2,
-                 min_foreign=None):
+                 min_foreign=None, inversions=False):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
@@ -305,6 +313,7 @@ class SlotAligner:
         self.window = int(window)
         self.near = int(near)
         self.min_foreign = None if min_foreign is None else float(min_foreign)
+        self.inversions = bool(inversions)
         self._postings = None  # feature -> [(predicate key, weight)], built when first needed
         self._gazetteer_index = _build_gazetteer_index(self.gazetteer)
         self._weights_cache = {}
@@ -456,6 +465,10 @@ class SlotAligner:
         not_elsewhere, _, own, rival, rival_predicate, foreign = best
         if not not_elsewhere:
             return TripleJudgement(triple, "wrong", own, rival, rival_predicate, foreign=foreign)
+        if self.inversions and subject != object_ and all(
+            _inverted_mention(tokens, position, subject, predicate) for position in positions[object_]
+        ):
+            return TripleJudgement(triple, "wrong", own, rival, predicate, swapped=True)
         if own <= 0 and subject != object_ and positions.get(subject):
             # Subject/object swap: the subject sits where the object's cues are.
             subject_score = max(
@@ -540,6 +553,7 @@ class SlotAligner:
             "window": self.window,
             "near": self.near,
             "min_foreign": self.min_foreign,
+            "inversions": self.inversions,
         }
 
     @classmethod
@@ -555,6 +569,49 @@ class SlotAligner:
     @classmethod
     def load(cls, path):
         return cls.from_config(json.loads(pathlib.Path(path).read_text()))
+
+
+_COPULAS = frozenset("is are was were".split())
+_ARTICLES = frozenset("the a an".split())
+_VERB_FIRST = frozenset("is are was were has have had".split())
+
+
+@functools.lru_cache(maxsize=65536)
+def _noun_words(predicate):
+    """A predicate's words, lemmatised, when they name it as a noun ("birth place", "number of
+    member"); None for a verb phrase ("is part of", "has to its north")."""
+    words = tuple(_lemma(word) for word in predicate_key(predicate).split())
+    return None if not words or words[0] in _VERB_FIRST else words
+
+
+def _inverted_mention(tokens, position, subject, predicate):
+    """Whether the object at `tokens[position]` sits in "SUBJECT is the P of OBJECT" or "the P
+    of OBJECT is SUBJECT" (P the predicate's own words), which state P(object) = subject."""
+    words = _noun_words(predicate)
+    if words is None:
+        return False
+    before = position - 1
+    if before >= 0 and tokens[before].lower() in _ARTICLES:
+        before -= 1
+    if before < 0 or tokens[before].lower() != "of":
+        return False
+    start = before - len(words)
+    if start < 0 or tuple(_lemma(token) for token in tokens[start:before]) != words:
+        return False
+    # "SUBJECT is/was [the] P of OBJECT"
+    left = start - 1
+    if left >= 0 and tokens[left].lower() in _ARTICLES:
+        left -= 1
+    if left >= 1 and tokens[left].lower() in _COPULAS and tokens[left - 1] == subject:
+        return True
+    # "the P of OBJECT is/was [the] SUBJECT"
+    right = position + 1
+    if right < len(tokens) and tokens[right].lower() in _COPULAS:
+        right += 1
+        if right < len(tokens) and tokens[right].lower() in _ARTICLES:
+            right += 1
+        return right < len(tokens) and tokens[right] == subject
+    return False
 
 
 def _score(weights, features):
