@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import math
 import pathlib
@@ -216,3 +217,14 @@ def test_rerunning_a_run_whose_vocabulary_this_code_would_build_otherwise_fails_
     with pytest.raises(ValueError, match="vocabulary.json.*differs"):
         mle.train_and_evaluate(tiny_config(), FIXTURE_2017, run_dir)
     assert vocabulary_file.read_text(encoding="utf-8") == saved
+
+
+def test_a_backup_resumes_under_other_decoding_settings_only():
+    """Decoding and reranking act after training: a run resumes with other values (a newer release
+    adding a decoding setting must not refuse an unfinished run); a training setting still differs."""
+    config = MLEConfig.quick()
+    decoding = dataclasses.replace(config, beam_width=3, rerank=False, rerank_min_foreign=None,
+                                   rerank_stated_relations=False, length_penalty=1.0, decode_method="greedy")
+    assert mle._resume_metadata(decoding) == mle._resume_metadata(config)
+    assert mle._resume_metadata(dataclasses.replace(config, epochs=config.epochs + 1)) != mle._resume_metadata(config)
+    assert mle._resume_metadata(dataclasses.replace(config, average_checkpoints=2)) != mle._resume_metadata(config)

@@ -385,9 +385,17 @@ def _average_checkpoints(model, run_dir, best_epoch, k):
     checkpoints.atomic_save_model(model, run_dir / runs.MODEL_FILE)
 
 
+# Settings that act only after training (decoding, reranking, logging): a run may be resumed with
+# other values, for example by a newer release that added a decoding setting.
+_NOT_TRAINING = frozenset({
+    "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
+    "rerank_stated_relations", "decode_batch_size",
+})
+
+
 def _resume_metadata(config):
-    """What a backup must match to be resumed: every setting but the verbosity."""
-    return {key: value for key, value in config.to_dict().items() if key != "verbose"}
+    """What a backup must match to be resumed: every setting that shapes training."""
+    return {key: value for key, value in config.to_dict().items() if key not in _NOT_TRAINING}
 
 
 def format_training_time(timing):
