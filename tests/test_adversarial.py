@@ -241,7 +241,7 @@ def test_pretrainer_never_trains_a_fresh_generator():
 
 
 def test_pretrainer_fit_traces_its_step_once():
-    """`compile` builds the optimizer (the generator is trained, so built): when the first
+    """`compile` builds the optimizer (and the generator, if fresh): when the first
     trace of a step creates variables, TensorFlow traces it twice (10-25 s of a quick
     adversarial stage on 2 cores)."""
     generator, sampler, discriminator = tiny_parts()

@@ -284,6 +284,8 @@ def test_inversions_call_a_relation_stated_the_wrong_way_round_wrong(aligner):
     assert inverting.judge(engine, "The engine of Alvis Speed 25 is Straight-six engine.").labels == ("correct",)
     part = (Triple("Texas", "isPartOf", "United_States"),)
     assert inverting.judge(part, "Texas is part of the United States.").labels == ("correct",)
+    spouse = (Triple("Albert_B._White", "spouse", "Agnes_Ward_White"),)  # holds both ways
+    assert inverting.judge(spouse, "Albert B. White is the spouse of Agnes Ward White.").labels == ("correct",)
     # Every mention decides: one mention stated the right way keeps the triple correct.
     both = "Alan Bean is the birth place of Wheeler, Texas. Alan Bean was born in Wheeler, Texas."
     assert inverting.judge(born, both).labels == ("correct",)

@@ -1,9 +1,12 @@
 """SlotErrorReranker: among beam candidates, the one with the fewest slot and placeholder
 errors wins; ties go to the more likely (earlier) candidate."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.inference import decode_examples
 from onestep_gan.rdf2text.preprocessor import EncodedExample, TextPreprocessor
@@ -51,7 +54,7 @@ def test_stated_relations_break_ties_for_a_relation_unseen_in_training(reranker)
     triples = (Triple("Alvis_Speed_25", "engine", "Straight-six_engine"),)
     entity_map = {"ENT_1": "Alvis Speed 25", "ENT_2": "Straight-six engine"}
     located, stated = "ENT_1 is in the ENT_2 .".split(), "ENT_1 has the engine ENT_2 .".split()
-    assert not reranker.aligner.has_cues("engine") and reranker.aligner.has_cues("birthPlace")
+    assert not reranker.aligner.knows_predicate("engine") and reranker.aligner.knows_predicate("birthPlace")
     assert reranker.choose(triples, [located, stated], entity_map) == 0  # off: beam order
     stating = SlotErrorReranker(reranker.aligner, stated_relations=True)
     assert (stating.unstated_relations(triples, located), stating.unstated_relations(triples, stated)) == (1, 0)
@@ -87,3 +90,12 @@ def test_decode_examples_relexicalises_the_chosen_candidate(reranker):
 
     texts = decode_examples(generate_function, [example], preprocessor, 1, progress=False, reranker=reranker)
     assert texts == ["Alan Bean was born in Wheeler, Texas and served as a Test pilot."]
+
+
+def test_from_config_takes_the_runs_reranking_settings(reranker):
+    """What `decode`, `generate`, the MLE job and the adversarial stage build (`decoder_for`)."""
+    on = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=2.0, rerank_stated_relations=True)
+    off = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=None, rerank_stated_relations=False)
+    built_on, built_off = (SlotErrorReranker.from_config(reranker.aligner, config) for config in (on, off))
+    assert (built_on.stated_relations, built_on.aligner.min_foreign) == (True, 2.0)
+    assert (built_off.stated_relations, built_off.aligner.min_foreign) == (False, None)

@@ -220,3 +220,21 @@ def test_restore_builds_the_optimizer_so_fit_traces_its_step_once(tmp_path):
     model.train_step = lambda *args: traces.append(1) or train_step(*args)
     model.fit(np.ones((4, 2)), np.ones((4, 1)), batch_size=4, epochs=1, verbose=0)  # one step
     assert len(traces) == 1
+
+
+def test_restore_compares_only_the_settings_this_run_counts(tmp_path):
+    """A backup written when decoding settings were part of the metadata (the previous release)
+    resumes under a run that no longer counts them; a training setting that differs is refused,
+    naming it."""
+    from onestep_gan.rdf2text import checkpoints
+
+    def compiled_model():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    old = checkpoints.TrainingBackup(tmp_path / "backup", metadata={"epochs": 3, "beam_width": 12})
+    compiled_model().fit(np.ones((4, 2)), np.ones((4, 1)), epochs=1, verbose=0, callbacks=[old])
+    assert checkpoints.TrainingBackup(tmp_path / "backup", metadata={"epochs": 3}).restore(compiled_model()) == 1
+    with pytest.raises(ValueError, match=r"other settings \(differing: \['epochs'\]\)"):
+        checkpoints.TrainingBackup(tmp_path / "backup", metadata={"epochs": 4}).restore(compiled_model())

@@ -114,7 +114,8 @@ class TrainingBackup(keras.callbacks.Callback):
         backup_dir: folder of the backup file (created when first saving).
         callbacks: the callbacks whose state is backed up (`ModelCheckpoint`, `EarlyStopping`).
         metadata: a JSON-able dict saved with the state (the run's config); `restore` refuses a
-            backup whose metadata differs.
+            backup whose metadata differs on any of these keys (keys only the backup has are
+            ignored).
         skip_if: optional `fn() -> bool`; no backup is written while it returns True (after a
             divergence, so that the backup keeps the last good epoch).
 
@@ -179,11 +180,13 @@ class TrainingBackup(keras.callbacks.Callback):
         if not self.exists():
             return 0
         state, arrays = self._read()
-        if self.metadata is not None and state.get("metadata") != self.metadata:
-            changed = sorted(
-                key for key in set(self.metadata) | set(state.get("metadata") or {})
-                if self.metadata.get(key) != (state.get("metadata") or {}).get(key)
-            )
+        # Keys the backup has and this run's metadata does not are not compared: a release that
+        # stops counting a setting as part of the metadata (a decoding setting) still resumes
+        # the backups written before it.
+        saved = {key: value for key, value in (state.get("metadata") or {}).items()
+                 if self.metadata is not None and key in self.metadata}
+        if self.metadata is not None and saved != self.metadata:
+            changed = sorted(key for key in self.metadata if self.metadata.get(key) != saved.get(key))
             raise ValueError(
                 f"The training backup {self.path} belongs to a run with other settings (differing: "
                 f"{changed}). Rerun with the settings of {self.backup_dir.parent} or use a new run folder."

@@ -52,7 +52,7 @@ How the aligner works (`SlotAligner`):
    predicate that is neither an input predicate nor similar to the triple's own, for objects of
    one triple that are no input triple's subject. Such a triple is "wrong" with `foreign` set.
 
-5. Inverted relations (`inversions`, off unless set): "ENT_2 is the birth place of ENT_1" or "the
+5. Inverted relations (`inversions`, off unless set): "ENT_1 is the birth place of ENT_2" or "the
    birth place of ENT_2 is ENT_1" for `ENT_1 birthPlace ENT_2` states the relation the wrong way
    round (English "X is the P of Y" says P(Y) = X). When every mention of the object sits in such a
    phrase with the predicate's own words (a predicate named by a noun: not "isPartOf", "has..."),
@@ -296,7 +296,7 @@ class SlotAligner:
         min_foreign: None (off), or the least cue score of a predicate outside the input for
             "wrong" (a value stated under a relation the input does not have).
         inversions: also call "wrong" a relation stated the wrong way round in its own words
-            ("ENT_2 is the birth place of ENT_1"; module docstring, 5).
+            ("ENT_1 is the birth place of ENT_2" for `ENT_1 birthPlace ENT_2`; module docstring, 5).
     """
 
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
@@ -468,7 +468,7 @@ class SlotAligner:
         if self.inversions and subject != object_ and all(
             _inverted_mention(tokens, position, subject, predicate) for position in positions[object_]
         ):
-            return TripleJudgement(triple, "wrong", own, rival, predicate, swapped=True)
+            return TripleJudgement(triple, "wrong", own, own, predicate, swapped=True)
         if own <= 0 and subject != object_ and positions.get(subject):
             # Subject/object swap: the subject sits where the object's cues are.
             subject_score = max(
@@ -501,9 +501,10 @@ class SlotAligner:
                 return score, key
         return 0.0, None
 
-    def has_cues(self, predicate):
-        """Whether the training references gave `predicate` mined cues. Without them (a
-        predicate unseen in training) its own words are all the aligner knows of it."""
+    def knows_predicate(self, predicate):
+        """Whether mining met `predicate` in the training references (its key is in the cue
+        table; a rare one may hold no cue that passed `min_count`). Of a predicate it never met
+        (unseen in training) the aligner knows only the predicate's own words."""
         return predicate_key(predicate) in self.cues
 
     def similar_predicates(self, first, second):
@@ -574,14 +575,21 @@ class SlotAligner:
 _COPULAS = frozenset("is are was were".split())
 _ARTICLES = frozenset("the a an".split())
 _VERB_FIRST = frozenset("is are was were has have had".split())
+# Relations that hold both ways: "A is the spouse of B" is true for `A spouse B` too.
+_SYMMETRIC = frozenset({
+    "spouse", "partner", "sister station", "neighboring municipality", "neighbouring municipality",
+    "comparable", "related mean of transportation", "associated band associated musical artist",
+})
 
 
 @functools.lru_cache(maxsize=65536)
 def _noun_words(predicate):
     """A predicate's words, lemmatised, when they name it as a noun ("birth place", "number of
-    member"); None for a verb phrase ("is part of", "has to its north")."""
-    words = tuple(_lemma(word) for word in predicate_key(predicate).split())
-    return None if not words or words[0] in _VERB_FIRST else words
+    member"); None for a verb phrase ("is part of", "has to its north") or a relation that holds
+    both ways ("spouse")."""
+    key = predicate_key(predicate)
+    words = tuple(_lemma(word) for word in key.split())
+    return None if not words or words[0] in _VERB_FIRST or key in _SYMMETRIC else words
 
 
 def _inverted_mention(tokens, position, subject, predicate):

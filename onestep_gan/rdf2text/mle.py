@@ -389,7 +389,7 @@ def _average_checkpoints(model, run_dir, best_epoch, k):
 # other values, for example by a newer release that added a decoding setting.
 _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
-    "rerank_stated_relations", "decode_batch_size",
+    "rerank_stated_relations", "decode_batch_size", "num_logged_samples",
 })
 
 

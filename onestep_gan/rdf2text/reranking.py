@@ -12,8 +12,8 @@ and keeps the candidate with the fewest, ties going to the more likely one (beam
 no errors among the candidates this is plain beam search.
 
 With `stated_relations`, ties on that count go first to the candidate that leaves fewer
-**unstated relations**: triples whose predicate the training references never showed (the
-aligner has no mined cues for it, as for most predicates of WebNLG's unseen categories) and
+**unstated relations**: triples whose predicate the training references never showed
+(`SlotAligner.knows_predicate` is false, as for most predicates of WebNLG's unseen categories) and
 whose value the text mentions without any word of the predicate near it. For such a triple
 the aligner can only say "correct, no evidence", and the model, not knowing the relation,
 falls back on a frequent one: "The Alvis Speed 25 is in the Straight-six engine" for
@@ -36,7 +36,7 @@ class SlotErrorReranker:
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
-    >>> best = reranker.choose(triples, [["ENT_1", "was", "born", "in", "ENT_2", "."], ...])
+    >>> best = reranker.choose(triples, [["ENT_1", "was", "born", "in", "ENT_2", "."], ...], entity_map)
     """
 
     def __init__(self, aligner, min_foreign=None, stated_relations=False):
@@ -62,9 +62,9 @@ class SlotErrorReranker:
 
     def _unstated(self, judgement):
         return sum(
-            judgement.label == "correct" and judgement.own <= 0
-            and not self.aligner.has_cues(judgement.triple.predicate)
-            for judgement in judgement.triples
+            triple.label == "correct" and triple.own <= 0
+            and not self.aligner.knows_predicate(triple.triple.predicate)
+            for triple in judgement.triples
         )
 
     def _rank(self, triples, tokens, entity_map):
