@@ -183,10 +183,9 @@ class TrainingBackup(keras.callbacks.Callback):
         # Keys the backup has and this run's metadata does not are not compared: a release that
         # stops counting a setting as part of the metadata (a decoding setting) still resumes
         # the backups written before it.
-        saved = {key: value for key, value in (state.get("metadata") or {}).items()
-                 if self.metadata is not None and key in self.metadata}
-        if self.metadata is not None and saved != self.metadata:
-            changed = sorted(key for key in self.metadata if self.metadata.get(key) != saved.get(key))
+        saved = state.get("metadata") or {}
+        changed = sorted(key for key in self.metadata or {} if self.metadata[key] != saved.get(key))
+        if changed:
             raise ValueError(
                 f"The training backup {self.path} belongs to a run with other settings (differing: "
                 f"{changed}). Rerun with the settings of {self.backup_dir.parent} or use a new run folder."
