@@ -66,6 +66,37 @@ def test_generate_reads_stdin_and_prints_one_text_per_line(trained_run, monkeypa
     assert len(capsys.readouterr().out.splitlines()) == 2
 
 
+def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch, capsys):
+    """`generate` decodes with the run's settings unless a flag overrides one, as `decode` does."""
+    from onestep_gan.rdf2text import inference
+
+    calls, generate_texts = [], inference.generate_texts
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return generate_texts(*args, **kwargs)
+
+    monkeypatch.setattr(inference, "generate_texts", spy)
+    input_file = trained_run.parent / "generate_flags_input.txt"
+    input_file.write_text("Alan_Bean | birthPlace | Wheeler,_Texas\n")
+    base = ["generate", "--run-dir", str(trained_run), "--input", str(input_file)]
+    assert cli.main(base) == 0  # the run's own: greedy, no reranker
+    assert cli.main(base + ["--decode-method", "beam", "--beam-width", "3", "--length-penalty", "1.5",
+                            "--rerank-min-foreign", "none", "--no-rerank-stated-relations"]) == 0
+    assert cli.main(base + ["--decode-method", "beam"]) == 0
+    assert cli.main(base + ["--decode-method", "beam", "--no-rerank"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4
+    run, beam, run_reranker, no_rerank = calls
+    assert (run["method"], run["reranker"]) == ("greedy", None)
+    assert (beam["method"], beam["beam_width"], beam["length_penalty"]) == ("beam", 3, 1.5)
+    assert beam["reranker"].aligner.min_foreign is None and beam["reranker"].stated_relations is False
+    assert run_reranker["reranker"].aligner.min_foreign == 6.0 and run_reranker["reranker"].stated_relations
+    assert (no_rerank["method"], no_rerank["reranker"]) == ("beam", None)
+    with pytest.raises(SystemExit) as exit_info:  # argparse: one line on stderr, status 2
+        cli.main(base + ["--beam-width", "0"])
+    assert exit_info.value.code == 2
+
+
 def test_generate_reports_a_missing_run(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("A | b | C\n".encode())))
     assert cli.main(["generate", "--run-dir", str(tmp_path)]) == 2

@@ -162,16 +162,16 @@ def adversarial_reference(reference, tmp_path_factory):
 
 @pytest.mark.slow
 def test_adversarial_rerun_after_kills_equals_the_uninterrupted_run(reference, adversarial_reference, tmp_path):
-    """kill -9 mid-epoch 2, during epoch 2's generator save and while decoding test; each rerun
-    continues the run (no pretraining again, no epoch redone but the unfinished one), and the
-    last ends with the weights, hypotheses, scores, D accuracies and log of an uninterrupted run."""
+    """kill -9 mid-epoch 2 and while decoding test; each rerun continues the run (no pretraining
+    again, no epoch redone but the unfinished one), and the last ends with the weights,
+    hypotheses, scores, D accuracies and log of an uninterrupted run. (A kill during a half-written
+    save goes through the same `checkpoints._commit` as the MLE job's, tested above; the stage's
+    own `generator-save` kill point is left out to keep CI under 30 minutes.)"""
     run_dir = tmp_path / "gan"
     run_adversarial_child(reference, run_dir, kill="batch:2:1")
-    after_mid_epoch = run_adversarial_child(reference, run_dir, kill="generator-save:1")
-    after_save = run_adversarial_child(reference, run_dir, kill="decode:2")
+    after_mid_epoch = run_adversarial_child(reference, run_dir, kill="decode:2")
     after_decoding = run_adversarial_child(reference, run_dir)
-    for log in (after_mid_epoch, after_save):
-        assert "Epoch 2/3" in log and "Epoch 1/3" not in log
+    assert "Epoch 2/3" in after_mid_epoch and "Epoch 1/3" not in after_mid_epoch
     assert "Epoch " not in after_decoding
     got, expected = adversarial_outcome(run_dir), adversarial_outcome(adversarial_reference)
     for got_weights, expected_weights in zip(got.pop("weights"), expected.pop("weights")):

@@ -18,6 +18,7 @@ and prints one text per line.
 """
 
 import argparse
+import dataclasses
 import logging
 import os
 import pathlib
@@ -156,14 +157,7 @@ def _decode(args):
     from onestep_gan.rdf2text.evaluation import format_markdown_table
     from onestep_gan.rdf2text.mle import decode_run
 
-    decoding = {
-        name: getattr(args, name)
-        for name in ("decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations")
-        if getattr(args, name) is not None
-    }
-    if hasattr(args, "rerank_min_foreign"):  # given (`none` is a value: off)
-        decoding["rerank_min_foreign"] = args.rerank_min_foreign
-    results = decode_run(args.run_dir, args.data_dir, **decoding)
+    results = decode_run(args.run_dir, args.data_dir, **_decoding_overrides(args))
     for name in ("dev", "test"):
         print(f"{name}:\n{format_markdown_table(results[name])}")
     return 0
@@ -181,16 +175,16 @@ def _generate(args):
         lines = _decode_lines(sys.stdin.buffer.read(), "stdin")
     triple_sets = parse_triple_sets(lines)
     model, preprocessor, config = load_run(args.run_dir)
-    method = args.decode_method or config.decode_method
-    aligner = load_aligner(args.run_dir) if config.rerank and method == "beam" else None
+    config = dataclasses.replace(config, **_decoding_overrides(args))
+    aligner = load_aligner(args.run_dir) if config.rerank and config.decode_method == "beam" else None
     wanted = [triples for triples in triple_sets if triples is not None]
     texts = iter(
         generate_texts(
             model,
             preprocessor,
             wanted,
-            method=method,
-            beam_width=args.beam_width or config.beam_width,
+            method=config.decode_method,
+            beam_width=config.beam_width,
             length_penalty=config.length_penalty,
             batch_size=config.decode_batch_size,
             reranker=SlotErrorReranker.from_config(aligner, config) if aligner is not None else None,
@@ -232,6 +226,34 @@ def _evaluate(args):
     return 0
 
 
+def _add_decoding_overrides(parser):
+    """The decoding flags `decode` and `generate` share; each defaults to the run's own setting."""
+    parser.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
+    parser.add_argument("--beam-width", type=_positive_int, help="default: the run's")
+    parser.add_argument("--length-penalty", type=float, help="default: the run's")
+    parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="default: the run's")
+    parser.add_argument(
+        "--rerank-min-foreign", type=_optional_float, default=argparse.SUPPRESS, metavar="SCORE",
+        help="the reranker also counts values stated under a relation outside the input (none: not); default: the run's",
+    )
+    parser.add_argument(
+        "--rerank-stated-relations", action=argparse.BooleanOptionalAction, default=None,
+        help="ties on slot errors go to the candidate that states unseen relations in their own words; default: the run's",
+    )
+
+
+def _decoding_overrides(args):
+    """{MLEConfig field: value} for the decoding flags given (see `_add_decoding_overrides`)."""
+    overrides = {
+        name: getattr(args, name)
+        for name in ("decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations")
+        if getattr(args, name) is not None
+    }
+    if hasattr(args, "rerank_min_foreign"):  # given (`none` is a value: off)
+        overrides["rerank_min_foreign"] = args.rerank_min_foreign
+    return overrides
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="onestep-gan", description=__doc__.split("\n")[0])
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -255,25 +277,13 @@ def build_parser():
     decode = subparsers.add_parser("decode", help="decode and score dev/test again with a finished MLE run")
     decode.add_argument("--run-dir", required=True, help="a finished MLE run")
     decode.add_argument("--data-dir", default=None, help=f"WebNLG 2017 folder {_DATA_DIR_DEFAULT}")
-    decode.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
-    decode.add_argument("--beam-width", type=int, help="default: the run's")
-    decode.add_argument("--length-penalty", type=float, help="default: the run's")
-    decode.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="default: the run's")
-    decode.add_argument(
-        "--rerank-min-foreign", type=_optional_float, default=argparse.SUPPRESS, metavar="SCORE",
-        help="the reranker also counts values stated under a relation outside the input (none: not); default: the run's",
-    )
-    decode.add_argument(
-        "--rerank-stated-relations", action=argparse.BooleanOptionalAction, default=None,
-        help="ties on slot errors go to the candidate that states unseen relations in their own words; default: the run's",
-    )
+    _add_decoding_overrides(decode)
     decode.set_defaults(handler=_decode)
 
     generate = subparsers.add_parser("generate", help="texts for triple sets (one set per line)")
     generate.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
     generate.add_argument("--input", help="file of triple sets (default: stdin)")
-    generate.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
-    generate.add_argument("--beam-width", type=_positive_int, help="default: the run's")
+    _add_decoding_overrides(generate)
     generate.set_defaults(handler=_generate)
 
     evaluate = subparsers.add_parser("evaluate", help="score a hypotheses file against WebNLG references")
