@@ -70,28 +70,39 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     """`generate` decodes with the run's settings unless a flag overrides one, as `decode` does."""
     from onestep_gan.rdf2text import inference
 
-    calls, generate_texts = [], inference.generate_texts
+    calls = []
 
-    def spy(*args, **kwargs):
-        calls.append(kwargs)
-        return generate_texts(*args, **kwargs)
+    def spy(name):
+        original = getattr(inference, name)
 
-    monkeypatch.setattr(inference, "generate_texts", spy)
+        def call(*args, **kwargs):
+            calls.append((name, kwargs))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(inference, name, call)
+
+    spy("make_generate_function")
+    spy("decode_examples")
     input_file = trained_run.parent / "generate_flags_input.txt"
     input_file.write_text("Alan_Bean | birthPlace | Wheeler,_Texas\n")
     base = ["generate", "--run-dir", str(trained_run), "--input", str(input_file)]
     assert cli.main(base) == 0  # the run's own: greedy, no reranker
     assert cli.main(base + ["--decode-method", "beam", "--beam-width", "3", "--length-penalty", "1.5",
-                            "--rerank-min-foreign", "none", "--no-rerank-stated-relations"]) == 0
+                            "--rerank-min-foreign", "none", "--no-rerank-stated-relations",
+                            "--constrain-placeholders"]) == 0
     assert cli.main(base + ["--decode-method", "beam"]) == 0
     assert cli.main(base + ["--decode-method", "beam", "--no-rerank"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 4
-    run, beam, run_reranker, no_rerank = calls
-    assert (run["method"], run["reranker"]) == ("greedy", None)
+    assert [name for name, _ in calls] == ["make_generate_function", "decode_examples"] * 4
+    (run, _), (beam, beam_decode), (_, run_decode), (no_rerank, no_rerank_decode) = zip(calls[::2], calls[1::2])
+    run, beam, no_rerank = run[1], beam[1], no_rerank[1]
+    beam_reranker, run_reranker = beam_decode[1]["reranker"], run_decode[1]["reranker"]
+    assert (run["method"], run["placeholder_constraints"]) == ("greedy", None)
     assert (beam["method"], beam["beam_width"], beam["length_penalty"]) == ("beam", 3, 1.5)
-    assert beam["reranker"].aligner.min_foreign is None and beam["reranker"].stated_relations is False
-    assert run_reranker["reranker"].aligner.min_foreign == 6.0 and run_reranker["reranker"].stated_relations
-    assert (no_rerank["method"], no_rerank["reranker"]) == ("beam", None)
+    assert beam["placeholder_constraints"] is not None
+    assert beam_reranker.aligner.min_foreign is None and beam_reranker.stated_relations is False
+    assert run_reranker.aligner.min_foreign == 6.0 and run_reranker.stated_relations
+    assert (no_rerank["method"], no_rerank_decode[1]["reranker"]) == ("beam", None)
     with pytest.raises(SystemExit) as exit_info:  # argparse: one line on stderr, status 2
         cli.main(base + ["--beam-width", "0"])
     assert exit_info.value.code == 2
@@ -154,13 +165,14 @@ def test_chain_runs_mle_then_the_adversarial_stage_whose_run_generate_reads(tmp_
 def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys):
     argv = ["decode", "--run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017), "--decode-method", "beam",
             "--beam-width", "3", "--no-rerank", "--rerank-min-foreign", "none",
-            "--no-rerank-stated-relations"]
+            "--no-rerank-stated-relations", "--constrain-placeholders"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         assert cli.main(argv) == 0
     config = json.loads((trained_run / "config.json").read_text())
     assert (config["decode_method"], config["beam_width"], config["rerank"]) == ("beam", 3, False)
     assert config["rerank_min_foreign"] is None and config["rerank_stated_relations"] is False
+    assert config["constrain_placeholders"] is True
     assert "slot errors %" in (trained_run / "test_scores.md").read_text()
 
 

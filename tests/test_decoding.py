@@ -148,3 +148,110 @@ def test_beam_returns_every_candidate_best_first_on_request():
     np.testing.assert_allclose(ops.convert_to_numpy(scores), [[np.log(0.405), np.log(0.22)]], rtol=1e-4)
     best = beam_search(step_fn, _state([0], 2), batch_size=1, max_length=4, beam_width=2, length_penalty=0.0)
     np.testing.assert_array_equal(best, sequences[:, 0])
+
+
+# Placeholder constraints: C and D play placeholders; a "source" is the ids the input holds.
+def _constraints(sources, required=(C, D), beam_width=1):
+    width = max(len(source) for source in sources)
+    source_ids = np.array([list(source) + [PAD] * (width - len(source)) for source in sources], dtype="int32")
+    return decoding.PlaceholderConstraints(source_ids, (C, D), required_ids=required, rows_per_source=beam_width)
+
+
+# A ends the text at once (0.9) unless told otherwise; C is the only other way on.
+SKIPS_C = _table({BOS: {A: 0.9, C: 0.1}, A: {EOS: 0.9, C: 0.1}, C: {EOS: 1.0}})
+# C, then C again (0.8) rather than EOS.
+REPEATS_C = _table({BOS: {C: 0.9, A: 0.1}, C: {C: 0.8, EOS: 0.2}, A: {EOS: 1.0}})
+# D, absent from the source, is the likeliest first token.
+INVENTS_D = _table({BOS: {D: 0.9, A: 0.1}, D: {EOS: 1.0}, A: {EOS: 1.0}})
+
+
+def test_constraints_exact_tokens_greedy():
+    step_fn, _ = markov_step_fn([SKIPS_C, REPEATS_C, INVENTS_D])
+    free = greedy_search(step_fn, _state([0, 1, 2]), batch_size=3, max_length=4)
+    np.testing.assert_array_equal(free, [[A, EOS, PAD, PAD], [C, C, C, C], [D, EOS, PAD, PAD]])
+    constraints = _constraints([[C], [C], []])
+    bound = greedy_search(step_fn, _state([0, 1, 2]), batch_size=3, max_length=4, constraints=constraints)
+    # EOS waits for the required C; C at most once (the source holds it once); D never (absent).
+    np.testing.assert_array_equal(bound, [[A, C, EOS, PAD], [C, EOS, PAD, PAD], [A, EOS, PAD, PAD]])
+    # A placeholder the source holds twice may be written twice; one not required need not be.
+    twice = greedy_search(step_fn, _state([1]), batch_size=1, max_length=4, constraints=_constraints([[C, C]]))
+    np.testing.assert_array_equal(twice, [[C, C, EOS, PAD]])
+    optional = greedy_search(step_fn, _state([0]), batch_size=1, max_length=4, constraints=_constraints([[C]], required=()))
+    np.testing.assert_array_equal(optional, [[A, EOS, PAD, PAD]])
+
+
+def test_constraints_exact_tokens_beam():
+    step_fn, _ = markov_step_fn([SKIPS_C, INVENTS_D])
+    kwargs = dict(batch_size=2, max_length=4, beam_width=2, length_penalty=0.0)
+    free, _ = beam_search(step_fn, _state([0, 1], 2), return_all=True, **kwargs)
+    np.testing.assert_array_equal(free[0], [[A, EOS, PAD, PAD], [C, EOS, PAD, PAD]])
+    np.testing.assert_array_equal(free[1, 0], [D, EOS, PAD, PAD])
+    bound, _ = beam_search(step_fn, _state([0, 1], 2), return_all=True,
+                           constraints=_constraints([[C], []], beam_width=2), **kwargs)
+    # C EOS (0.1) and A C EOS (0.09): A EOS (0.81) is blocked until C is written. D is absent.
+    np.testing.assert_array_equal(bound[0], [[C, EOS, PAD, PAD], [A, C, EOS, PAD]])
+    np.testing.assert_array_equal(bound[1, 0], [A, EOS, PAD, PAD])
+
+
+# Step 2 swaps the beams' rows (A B overtakes C B), so each row must carry its parent's counts.
+SWAPS_ROWS = _table({BOS: {C: 0.5, A: 0.495}, A: {B: 0.99}, C: {B: 0.9, EOS: 0.1}, B: {EOS: 0.7, C: 0.3}})
+
+
+def test_constraint_counts_follow_their_hypothesis_when_the_beam_reorders():
+    step_fn, _ = markov_step_fn([SWAPS_ROWS])
+    best = beam_search(step_fn, _state([0], 2), batch_size=1, max_length=4, beam_width=2, length_penalty=0.0,
+                       constraints=_constraints([[C]], beam_width=2))
+    # C B EOS (0.315); A B EOS (0.343) is blocked: A B has not written C.
+    np.testing.assert_array_equal(best, [[C, B, EOS, PAD]])
+
+
+def _brute_force_best(table, source, required, max_length):
+    """The most probable sequence under the constraints, by enumeration (length penalty 0)."""
+    import itertools
+
+    best, best_score = None, -np.inf
+    for length in range(1, max_length + 1):
+        for tokens in itertools.product(range(VOCABULARY_SIZE), repeat=length):
+            ended = tokens[-1] == EOS
+            if EOS in tokens[:-1] or (length < max_length and not ended):
+                continue
+            if any(tokens.count(p) > source.count(p) for p in (C, D)):
+                continue
+            if ended and any(p in source and p not in tokens[:-1] for p in required):
+                continue
+            score = sum(table[previous, token] for previous, token in zip((BOS,) + tokens[:-1], tokens))
+            if score > best_score:
+                best, best_score = list(tokens) + [PAD] * (max_length - length), score
+    return best
+
+
+def test_constrained_beam_search_finds_the_best_allowed_sequence():
+    """With a beam that holds every prefix, beam search is exact: it must find what enumeration
+    finds under the same constraints, for random tables and sources; each hypothesis keeps its
+    own placeholder counts as the beam reorders."""
+    rng = np.random.default_rng(3)
+    tables, sources = [], [[C], [C, D], [C, C], [], [D, D, C]]
+    for _ in sources:
+        probabilities = rng.dirichlet(np.full(VOCABULARY_SIZE, 0.5), size=VOCABULARY_SIZE)
+        probabilities[:, [PAD, UNK, BOS]] = 1e-6
+        tables.append(np.log(probabilities / probabilities.sum(-1, keepdims=True)).astype("float32"))
+    step_fn, _ = markov_step_fn(tables)
+    beam_width, max_length = VOCABULARY_SIZE ** 2, 3
+    got = beam_search(
+        step_fn, _state(range(len(sources)), beam_width), batch_size=len(sources), max_length=max_length,
+        beam_width=beam_width, length_penalty=0.0, constraints=_constraints(sources, beam_width=beam_width),
+    )
+    expected = [_brute_force_best(table, source, (C, D), max_length) for table, source in zip(tables, sources)]
+    np.testing.assert_array_equal(got, expected)
+    free = beam_search(
+        step_fn, _state(range(len(sources)), beam_width), batch_size=len(sources), max_length=max_length,
+        beam_width=beam_width, length_penalty=0.0,
+    )
+    assert (ops.convert_to_numpy(free) != np.array(expected)).any()  # the constraints changed something
+
+
+def test_constraints_reject_bad_ids():
+    with pytest.raises(ValueError, match="required_ids not among them=\\[5\\]"):
+        decoding.PlaceholderConstraints(np.zeros((1, 2), "int32"), (C, D), required_ids=(B,))
+    with pytest.raises(ValueError, match="distinct"):
+        decoding.PlaceholderConstraints(np.zeros((1, 2), "int32"), (C, C))

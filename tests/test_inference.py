@@ -83,3 +83,30 @@ def test_compiled_decoding_reads_the_current_weights():
     assert (before[:, 0] != model.eos_id).any()
     np.testing.assert_array_equal(after[:, 0], model.eos_id)
     np.testing.assert_array_equal(after[:, 1:], model.pad_id)
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam"])
+def test_placeholder_constraints_hold_in_compiled_decoding(method):
+    """With `placeholder_constraints`, no placeholder appears more often than the source holds it
+    and a text ends (EOS) only after every required placeholder its source holds; the compiled
+    decoder gives what the eager one gives. The model is biased to write ENT 4 (then 5, then EOS)
+    far above anything else, so the exact outputs are known."""
+    model = _tiny_generator()
+    decode_step = model.decode_step
+    bias = np.zeros(13, "float32")
+    bias[[4, 5, model.eos_id]] = 30.0, 25.0, 20.0
+
+    def biased_decode_step(*args, **kwargs):
+        logits, state = decode_step(*args, **kwargs)
+        return logits + bias, state
+
+    model.decode_step = biased_decode_step
+    constraints = ((4, 5, 6), (4, 5))  # 4, 5, 6 limited; 4 and 5 required where the source holds them
+    source = np.array([[7, 4, 8, 5, 0], [9, 6, 10, 6, 4], [11, 12, 0, 0, 0]], dtype="int32")
+    free = generate(model, source, method=method, beam_width=3)
+    np.testing.assert_array_equal(free, [[4] * 7] * 3)
+    compiled = make_generate_function(model, method=method, beam_width=3, placeholder_constraints=constraints)
+    got = keras.ops.convert_to_numpy(compiled(source))
+    # Row 0 holds 4 and 5: each once, then EOS. Row 1 holds 4 (5 is absent): 4, EOS. Row 2 holds none.
+    np.testing.assert_array_equal(got, [[4, 5, 3, 0, 0, 0, 0], [4, 3, 0, 0, 0, 0, 0], [3, 0, 0, 0, 0, 0, 0]])
+    np.testing.assert_array_equal(got, generate(model, source, method=method, beam_width=3, placeholder_constraints=constraints))

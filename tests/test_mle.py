@@ -84,13 +84,14 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     # (its config.json lacks them) was trained without them, whatever today's defaults are.
     saved = MLEConfig.quick().to_dict()
     for name in ("predicate_placeholders", "epoch_seeded_shuffle", "average_checkpoints", "rerank_min_foreign",
-                 "rerank_stated_relations"):
+                 "rerank_stated_relations", "constrain_placeholders"):
         del saved[name]
     (tmp_path / "config.json").write_text(json.dumps(saved), encoding="utf-8")
     config = MLEConfig.load(tmp_path / "config.json")
     assert (config.predicate_placeholders, config.epoch_seeded_shuffle, config.average_checkpoints) == (False, False, 1)
     assert config.rerank_min_foreign is None and MLEConfig().rerank_min_foreign == 6.0
     assert config.rerank_stated_relations is False and MLEConfig().rerank_stated_relations is True
+    assert config.constrain_placeholders is False
     assert MLEConfig().predicate_placeholders and MLEConfig().epoch_seeded_shuffle  # today's defaults
     # A field the file has keeps its value.
     (tmp_path / "config.json").write_text(json.dumps({**saved, "average_checkpoints": 3}), encoding="utf-8")
@@ -224,7 +225,8 @@ def test_a_backup_resumes_under_other_decoding_settings_only():
     adding a decoding setting must not refuse an unfinished run); a training setting still differs."""
     config = MLEConfig.quick()
     decoding = dataclasses.replace(config, beam_width=3, rerank=False, rerank_min_foreign=None,
-                                   rerank_stated_relations=False, length_penalty=1.0, decode_method="greedy")
+                                   rerank_stated_relations=False, length_penalty=1.0, decode_method="greedy",
+                                   constrain_placeholders=not config.constrain_placeholders)
     assert mle._resume_metadata(decoding) == mle._resume_metadata(config)
     assert mle._resume_metadata(dataclasses.replace(config, epochs=config.epochs + 1)) != mle._resume_metadata(config)
     assert mle._resume_metadata(dataclasses.replace(config, average_checkpoints=2)) != mle._resume_metadata(config)

@@ -164,8 +164,7 @@ def _decode(args):
 
 
 def _generate(args):
-    from onestep_gan.rdf2text.inference import generate_texts
-    from onestep_gan.rdf2text.reranking import SlotErrorReranker
+    from onestep_gan.rdf2text.mle import decoder_for
     from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_run
 
     check_run_dir(args.run_dir)  # before reading stdin: a wrong folder fails at once
@@ -178,19 +177,8 @@ def _generate(args):
     config = dataclasses.replace(config, **_decoding_overrides(args))
     aligner = load_aligner(args.run_dir) if config.rerank and config.decode_method == "beam" else None
     wanted = [triples for triples in triple_sets if triples is not None]
-    texts = iter(
-        generate_texts(
-            model,
-            preprocessor,
-            wanted,
-            method=config.decode_method,
-            beam_width=config.beam_width,
-            length_penalty=config.length_penalty,
-            batch_size=config.decode_batch_size,
-            reranker=SlotErrorReranker.from_config(aligner, config) if aligner is not None else None,
-        )
-        if wanted else ()
-    )
+    decode = decoder_for(model, preprocessor, config, aligner, progress=False)  # as the run decoded dev and test
+    texts = iter(decode(preprocessor.encode_triples(wanted)) if wanted else ())
     for triples in triple_sets:
         print("" if triples is None else next(texts))
     return 0
@@ -240,13 +228,20 @@ def _add_decoding_overrides(parser):
         "--rerank-stated-relations", action=argparse.BooleanOptionalAction, default=None,
         help="ties on slot errors go to the candidate that states unseen relations in their own words; default: the run's",
     )
+    parser.add_argument(
+        "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
+        help="every input entity written before the text ends, no placeholder more often than the input holds it; "
+        "default: the run's",
+    )
 
 
 def _decoding_overrides(args):
     """{MLEConfig field: value} for the decoding flags given (see `_add_decoding_overrides`)."""
     overrides = {
         name: getattr(args, name)
-        for name in ("decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations")
+        for name in (
+            "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations", "constrain_placeholders"
+        )
         if getattr(args, name) is not None
     }
     if hasattr(args, "rerank_min_foreign"):  # given (`none` is a value: off)

@@ -105,7 +105,7 @@ class MLEConfig(_Serialisable):
     # predicate placeholders, and decoded from the best epoch alone.
     SAVED_BEFORE_FIELD = {
         "epoch_seeded_shuffle": False, "predicate_placeholders": False, "average_checkpoints": 1,
-        "rerank_min_foreign": None, "rerank_stated_relations": False,
+        "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
     }
 
     seed: int = 1234
@@ -166,6 +166,9 @@ class MLEConfig(_Serialisable):
     # training references never showed (`SlotErrorReranker(stated_relations=True)`). Dev has no
     # such relation; chosen on a blind reading of test outputs it changes (README, lever 24).
     rerank_stated_relations: bool = True
+    # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
+    # of the input written before EOS, no placeholder written more often than the input holds it.
+    constrain_placeholders: bool = False
     decode_batch_size: int = 32
     num_logged_samples: int = 3
     verbose: int | str = "auto"

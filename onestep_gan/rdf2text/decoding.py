@@ -13,6 +13,12 @@ Beam search follows Wu et al., 2016 (GNMT): hypotheses are ranked by
 `log_prob / ((5 + length) / 6) ** length_penalty`, where `length` counts the EOS.
 Finished hypotheses stay in the beam with their score and emit PAD, so one pool of
 `beam_width` hypotheses per example holds both finished and alive ones.
+
+Both take `constraints`, a `PlaceholderConstraints` for the batch: hard limits on the
+delexicalised placeholders (none written more often than the source holds it, so none that
+the source lacks; EOS only once every required placeholder the source holds is written).
+Blocked tokens get `_NEGATIVE_INFINITY` added to their log-probability; the others keep theirs
+(no renormalisation), so scores stay the model's.
 """
 
 import keras
@@ -32,14 +38,72 @@ def tile_beams(state, beam_width):
     )
 
 
+class PlaceholderConstraints:
+    """Hard placeholder constraints for one batch of sources, for `greedy_search` and `beam_search`.
+
+    Each of `placeholder_ids` may be written at most as many times as the source row holds it
+    (a placeholder the source lacks: never; the subject of three triples: up to three times),
+    and EOS may not be written while one of `required_ids` that the source holds is still
+    unwritten. A search that cannot satisfy them stops at `max_length` without EOS, as any
+    search does.
+
+    Args:
+        source_ids: int `(batch, source_len)`, the sources being decoded.
+        placeholder_ids: vocabulary ids of the placeholders to limit (distinct).
+        required_ids: the subset of `placeholder_ids` that must be written before EOS.
+        rows_per_source: rows of the search per source row (`beam_width` for beam search).
+
+    Example (`TextPreprocessor` ids: every entity placeholder required, predicate placeholders
+    limited but optional):
+    >>> constraints = PlaceholderConstraints(source_ids, preprocessor.copy_ids,
+    ...                                      required_ids=preprocessor.placeholder_ids)
+    """
+
+    def __init__(self, source_ids, placeholder_ids, required_ids=(), rows_per_source=1):
+        placeholder_ids = tuple(int(index) for index in placeholder_ids)
+        unknown = sorted(set(int(index) for index in required_ids) - set(placeholder_ids))
+        if not placeholder_ids or len(set(placeholder_ids)) != len(placeholder_ids) or unknown:
+            raise ValueError(
+                "`placeholder_ids` must be distinct and non-empty, and hold every `required_ids`. "
+                f"Received: placeholder_ids={list(placeholder_ids)}, required_ids not among them={unknown}"
+            )
+        self.placeholder_ids = ops.convert_to_tensor(placeholder_ids, dtype="int32")  # (P,)
+        holds = ops.equal(ops.cast(source_ids, "int32")[:, :, None], self.placeholder_ids)  # (b, s, P)
+        allowed = ops.sum(ops.cast(holds, "int32"), axis=1)  # (b, P)
+        is_required = ops.convert_to_tensor([index in set(required_ids) for index in placeholder_ids])
+        required = ops.logical_and(allowed > 0, is_required[None, :])
+        self.allowed = ops.repeat(allowed, rows_per_source, axis=0)  # (rows, P)
+        self.required = ops.repeat(required, rows_per_source, axis=0)
+
+    def initial_counts(self):
+        """How often each row has written each placeholder: zeros `(rows, P)` int32."""
+        return ops.zeros_like(self.allowed)
+
+    def count(self, counts, tokens):
+        """`counts` after each row writes `tokens (rows,)`."""
+        return counts + ops.cast(ops.equal(ops.cast(tokens, "int32")[:, None], self.placeholder_ids), "int32")
+
+    def penalty(self, counts, vocabulary_size, eos_id):
+        """`(rows, vocab)`: `_NEGATIVE_INFINITY` on the tokens each row may not write next, else 0."""
+        exhausted = ops.cast(counts >= self.allowed, "float32")  # (rows, P)
+        columns = ops.one_hot(self.placeholder_ids, vocabulary_size, dtype="float32")  # (P, vocab)
+        unwritten = ops.any(ops.logical_and(self.required, counts == 0), axis=-1)  # (rows,)
+        eos_column = ops.cast(ops.arange(vocabulary_size) == eos_id, "float32")  # (vocab,)
+        blocked = ops.matmul(exhausted, columns) + ops.cast(unwritten, "float32")[:, None] * eos_column
+        return blocked * _NEGATIVE_INFINITY
+
+
 def write_column(sequences, step, tokens):
     """`sequences[..., step] = tokens` for `sequences (..., length)`, with a tensor `step`."""
     length = ops.shape(sequences)[-1]
     return ops.where(ops.arange(length) == step, tokens[..., None], sequences)
 
 
-def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad_id):
-    """Argmax decoding. Returns ids after BOS, `(batch_size, max_length)` int32."""
+def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad_id, constraints=None):
+    """Argmax decoding. Returns ids after BOS, `(batch_size, max_length)` int32.
+
+    `constraints`: None, or a `PlaceholderConstraints` for the batch (`rows_per_source=1`).
+    """
     max_length = int(max_length)
     if max_length < 1:
         raise ValueError(f"`max_length` must be positive. Received: max_length={max_length}")
@@ -47,20 +111,26 @@ def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad
     tokens = ops.full((batch_size,), bos_id, dtype="int32")
     finished = ops.zeros((batch_size,), dtype="bool")
     step = ops.convert_to_tensor(0, dtype="int32")
+    counts = constraints.initial_counts() if constraints is not None else ops.zeros((batch_size, 0), dtype="int32")
 
-    def condition(step, tokens, finished, sequences, state):
+    def condition(step, tokens, finished, sequences, counts, state):
         return ops.logical_and(step < max_length, ops.logical_not(ops.all(finished)))
 
-    def body(step, tokens, finished, sequences, state):
+    def body(step, tokens, finished, sequences, counts, state):
         logits, state = step_fn(tokens, step, state)
+        logits = ops.cast(logits, "float32")
+        if constraints is not None:
+            logits = logits + constraints.penalty(counts, ops.shape(logits)[-1], eos_id)
         next_tokens = ops.cast(ops.argmax(logits, axis=-1), "int32")
         next_tokens = ops.where(finished, pad_id, next_tokens)
         sequences = write_column(sequences, step, next_tokens)
         finished = ops.logical_or(finished, next_tokens == eos_id)
-        return step + 1, next_tokens, finished, sequences, state
+        if constraints is not None:
+            counts = constraints.count(counts, next_tokens)
+        return step + 1, next_tokens, finished, sequences, counts, state
 
-    _, _, _, sequences, _ = ops.while_loop(
-        condition, body, (step, tokens, finished, sequences, state)
+    _, _, _, sequences, _, _ = ops.while_loop(
+        condition, body, (step, tokens, finished, sequences, counts, state)
     )
     return sequences
 
@@ -82,13 +152,15 @@ def beam_search(
     eos_id,
     pad_id,
     return_all=False,
+    constraints=None,
 ):
     """Beam search. `state` has leading dim `batch_size * beam_width` (see `tile_beams`).
 
     Returns the best hypothesis per example, ids after BOS, `(batch_size, max_length)` int32;
     with `return_all`, every final hypothesis, best first: `(sequences (batch, beam,
     max_length), scores (batch, beam))` with the length-normalised log-probabilities (for
-    reranking).
+    reranking). `constraints`: None, or a `PlaceholderConstraints` for the batch
+    (`rows_per_source=beam_width`); each hypothesis keeps its own counts.
     """
     max_length = int(max_length)
     beam_width = int(beam_width)
@@ -113,14 +185,17 @@ def beam_search(
     tokens = ops.full((num_rows,), bos_id, dtype="int32")
     step = ops.convert_to_tensor(0, dtype="int32")
     batch_offsets = ops.arange(batch_size, dtype="int32")[:, None] * beam_width  # (batch, 1)
+    counts = constraints.initial_counts() if constraints is not None else ops.zeros((num_rows, 0), dtype="int32")
 
-    def condition(step, tokens, scores, lengths, finished, sequences, state):
+    def condition(step, tokens, scores, lengths, finished, sequences, counts, state):
         return ops.logical_and(step < max_length, ops.logical_not(ops.all(finished)))
 
-    def body(step, tokens, scores, lengths, finished, sequences, state):
+    def body(step, tokens, scores, lengths, finished, sequences, counts, state):
         logits, state = step_fn(tokens, step, state)
         vocabulary_size = ops.shape(logits)[-1]
         log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        if constraints is not None:
+            log_probs = log_probs + constraints.penalty(counts, vocabulary_size, eos_id)
         log_probs = ops.reshape(log_probs, (batch_size, beam_width, vocabulary_size))
         # A finished hypothesis has one continuation, PAD, which keeps its score.
         pad_only = ops.where(
@@ -150,10 +225,12 @@ def beam_search(
             lambda tensor: ops.take(tensor, parent_rows, axis=0), state
         )
         tokens = ops.reshape(next_tokens, (num_rows,))
-        return step + 1, tokens, scores, lengths, finished, sequences, state
+        if constraints is not None:
+            counts = constraints.count(ops.take(counts, parent_rows, axis=0), tokens)
+        return step + 1, tokens, scores, lengths, finished, sequences, counts, state
 
-    _, _, scores, lengths, _, sequences, _ = ops.while_loop(
-        condition, body, (step, tokens, scores, lengths, finished, sequences, state)
+    _, _, scores, lengths, _, sequences, _, _ = ops.while_loop(
+        condition, body, (step, tokens, scores, lengths, finished, sequences, counts, state)
     )
     normalized = scores / _length_penalty(lengths, alpha)  # (batch, beam)
     if return_all:

@@ -39,6 +39,7 @@ def generate(
     max_length=None,
     use_cache=True,
     return_candidates=False,
+    placeholder_constraints=None,
 ):
     """Decodes `source_ids (batch, source_len)` with a `TransformerGenerator`.
 
@@ -52,6 +53,10 @@ def generate(
             token); False re-runs the full model on the prefix each step (reference path).
         return_candidates: beam only: return every final beam, best first, with its
             length-normalised score (`(batch, beam, max_length)`, `(batch, beam)`), for reranking.
+        placeholder_constraints: None, or `(placeholder_ids, required_ids)` for
+            `decoding.PlaceholderConstraints`: no placeholder written more often than the
+            source holds it, EOS only after every required one the source holds
+            (`placeholder_constraints_for(preprocessor)` gives the WebNLG choice).
 
     Returns ids after BOS, `(batch, max_length)` int32, PAD after EOS.
     """
@@ -80,8 +85,14 @@ def generate(
         step_fn = _uncached_step_fn(model)
 
     special_ids = {"bos_id": model.bos_id, "eos_id": model.eos_id, "pad_id": model.pad_id}
+    constraints = None
+    if placeholder_constraints is not None:
+        placeholder_ids, required_ids = placeholder_constraints
+        constraints = decoding.PlaceholderConstraints(
+            source_ids, placeholder_ids, required_ids, rows_per_source=beam_width if method == "beam" else 1
+        )
     if method == "greedy":
-        return decoding.greedy_search(step_fn, state, batch_size, max_length, **special_ids)
+        return decoding.greedy_search(step_fn, state, batch_size, max_length, constraints=constraints, **special_ids)
     return decoding.beam_search(
         step_fn,
         decoding.tile_beams(state, beam_width),
@@ -91,7 +102,15 @@ def generate(
         length_penalty=length_penalty,
         **special_ids,
         return_all=return_candidates,
+        constraints=constraints,
     )
+
+
+def placeholder_constraints_for(preprocessor):
+    """`generate`'s `placeholder_constraints` for a WebNLG `TextPreprocessor`: every placeholder
+    (entities and predicates) at most as often as the source holds it; every entity placeholder
+    the source holds written before EOS (a predicate's may be paraphrased)."""
+    return preprocessor.copy_ids, preprocessor.placeholder_ids
 
 
 def make_generate_function(
@@ -102,6 +121,7 @@ def make_generate_function(
     max_length=None,
     use_cache=True,
     return_candidates=False,
+    placeholder_constraints=None,
 ):
     """`generate` compiled for the backend: `(batch, source_len)` ids -> output ids.
 
@@ -120,6 +140,7 @@ def make_generate_function(
             max_length=max_length,
             use_cache=use_cache,
             return_candidates=return_candidates,
+            placeholder_constraints=placeholder_constraints,
         )
 
     return compile_for_backend(model, generate_function)
@@ -208,6 +229,7 @@ def generate_texts(
     max_length=None,
     progress=False,
     reranker=None,
+    placeholder_constraints=None,
 ):
     """Texts for sets of triples.
 
@@ -222,6 +244,7 @@ def generate_texts(
         batch_size: sentences decoded at once.
         reranker: a `reranking.SlotErrorReranker` (beam only): the beam candidate with the
             fewest slot errors wins.
+        placeholder_constraints: see `generate` (`placeholder_constraints_for(preprocessor)`).
 
     Returns:
         One string per triple set.
@@ -229,7 +252,7 @@ def generate_texts(
     examples = preprocessor.encode_triples(triple_sets)
     generate_function = make_generate_function(
         model, method=method, beam_width=beam_width, length_penalty=length_penalty, max_length=max_length,
-        return_candidates=reranker is not None,
+        return_candidates=reranker is not None, placeholder_constraints=placeholder_constraints,
     )
     return decode_examples(
         generate_function, examples, preprocessor, batch_size, progress=progress, reranker=reranker

@@ -116,7 +116,8 @@ class LabelSmoothedSparseCrossEntropy(keras.losses.Loss):
 
 def decoder_for(model, preprocessor, config, aligner=None, progress=True):
     """`fn(examples) -> texts`: the decoding `config` asks for (method, beam, length penalty,
-    and reranking of the beam candidates by slot errors when `config.rerank` and an aligner)."""
+    placeholder constraints, and reranking of the beam candidates by slot errors when
+    `config.rerank` and an aligner)."""
     reranker = None
     if config.rerank and config.decode_method == "beam" and aligner is not None:
         reranker = SlotErrorReranker.from_config(aligner, config)
@@ -126,6 +127,9 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True):
         beam_width=config.beam_width,
         length_penalty=config.length_penalty,
         return_candidates=reranker is not None,
+        placeholder_constraints=(
+            inference.placeholder_constraints_for(preprocessor) if config.constrain_placeholders else None
+        ),
     )
 
     def decode(examples):
@@ -389,7 +393,7 @@ def _average_checkpoints(model, run_dir, best_epoch, k):
 # other values, for example by a newer release that added a decoding setting.
 _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
-    "rerank_stated_relations", "decode_batch_size", "num_logged_samples",
+    "rerank_stated_relations", "constrain_placeholders", "decode_batch_size", "num_logged_samples",
 })
 
 
