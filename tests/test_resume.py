@@ -95,6 +95,8 @@ def test_kill_while_decoding_does_not_retrain(interrupted):
     # run's examples by the few milliseconds of its own "training": millions of examples/s).
     timing = json.loads((run_dir / "timing.json").read_text())
     assert timing["train_examples_per_second"] is None
+    # Its training time is the run's (the killed processes' epochs), not its own few milliseconds.
+    assert timing["train_seconds"] > 10 * timing["train_seconds_this_process"]
     assert "no epoch trained by this process" in (run_dir / "summary.md").read_text()
 
 
@@ -205,6 +207,35 @@ def test_backup_restores_extra_state_and_skips_saves_while_told(tmp_path):
     restored = checkpoints.TrainingBackup(tmp_path / "backup")
     assert restored.restore(compiled_model()) == 1
     assert restored.extra == {"accuracy": {"real_accuracy": 0.5}}
+
+
+def test_backup_counts_the_training_seconds_of_every_process_of_the_run(tmp_path, monkeypatch):
+    """`train_seconds`: the time in `fit` over the processes of a run (a fake clock, 10 s an epoch),
+    so that a resumed job reports its whole training time, not only its last process's."""
+    from onestep_gan.rdf2text import checkpoints
+
+    now = [0.0]
+    monkeypatch.setattr(checkpoints, "_clock", lambda: now[0])
+    tick = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: now.__setitem__(0, now[0] + 10.0))
+
+    def compiled_model():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    x, y = np.ones((4, 2)), np.ones((4, 1))
+    first = checkpoints.TrainingBackup(tmp_path / "backup")
+    compiled_model().fit(x, y, epochs=2, verbose=0, callbacks=[tick, first])
+    now[0] += 500.0  # time outside fit (decoding, a pause before the rerun) is not training
+    assert first.train_seconds == 20.0
+    resumed = checkpoints.TrainingBackup(tmp_path / "backup")
+    model = compiled_model()
+    assert resumed.restore(model) == 2 and resumed.train_seconds == 20.0
+    model.fit(x, y, epochs=3, initial_epoch=2, verbose=0, callbacks=[tick, resumed])
+    assert resumed.train_seconds == 30.0
+    again = checkpoints.TrainingBackup(tmp_path / "backup")
+    again.restore(compiled_model())
+    assert again.train_seconds == 30.0
 
 
 def test_restore_builds_the_optimizer_so_fit_traces_its_step_once(tmp_path):

@@ -460,7 +460,8 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
                 f"{error} The last good generator and discriminator are in {run_dir / runs.GENERATOR_FILE} and "
                 f"{run_dir / runs.DISCRIMINATOR_FILE} (none if the first epoch diverged)."
             ) from error
-    timing["adversarial_seconds"] = time.perf_counter() - t0
+    timing["adversarial_seconds"] = backup.train_seconds  # the whole fine-tuning, over its processes (resumes)
+    timing["adversarial_seconds_this_process"] = time.perf_counter() - t0
     timing["adversarial_steps"] = len(backup.epoch_logs) * config.steps_per_epoch
     sampler.trainable = False
     accuracy["after_adversarial"] = held_out_accuracy(pretrainer)

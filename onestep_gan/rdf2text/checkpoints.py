@@ -10,7 +10,8 @@
   the Dropout layers included, which `save_weights` leaves out), every optimizer variable
   (step counter, moments), the state of the callbacks that carry state across epochs
   (`ModelCheckpoint.best`; `EarlyStopping.wait/best/best_epoch`), the logs of every epoch so far,
-  whether training finished, and `extra`, what the job computed before `fit` and wants back
+  whether training finished, the seconds spent in `fit` so far (over every process of the run),
+  and `extra`, what the job computed before `fit` and wants back
   (the adversarial stage's discriminator pretraining scores). `restore(model)` puts all of it back before `fit`, and the
   callback gives the callbacks their state back after their own `on_train_begin` reset it.
 
@@ -26,6 +27,7 @@ import json
 import logging
 import os
 import pathlib
+import time
 import zipfile
 
 import keras
@@ -34,6 +36,7 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "training_state.npz"
+_clock = time.perf_counter  # the training clock (a test sets a fake one)
 _STATE_VERSION = 1
 # Callback attributes that carry state from one epoch to the next (all plain numbers).
 _CALLBACK_STATE = {
@@ -125,6 +128,7 @@ class TrainingBackup(keras.callbacks.Callback):
         if not backup.finished:
             model.fit(..., initial_epoch=initial_epoch, callbacks=[checkpoint, early_stopping, backup])
         backup.epoch_logs                           # logs of every epoch, resumed ones included
+        backup.train_seconds                        # seconds in `fit` over every process of the run
         backup.extra                                # a JSON-able dict, saved and restored with the rest
     """
 
@@ -138,6 +142,10 @@ class TrainingBackup(keras.callbacks.Callback):
         self.epoch_logs = []
         self.finished = False
         self.extra = {}
+        # Seconds in `fit` up to the last save of earlier processes (the steps of an epoch a kill
+        # cut short are not counted: the rerun redoes them), and when this process's `fit` began.
+        self._seconds_before = 0.0
+        self._fit_start = None
         self._callback_state = None
         for callback in self.tracked_callbacks:
             if getattr(callback, "restore_best_weights", False):
@@ -208,6 +216,7 @@ class TrainingBackup(keras.callbacks.Callback):
         self.epoch_logs = state["epoch_logs"]
         self.finished = state["finished"]
         self.extra = state.get("extra", {})
+        self._seconds_before = float(state.get("train_seconds", 0.0))  # 0: a backup of an earlier release
         self._callback_state = state["callbacks"]
         logger.info(
             "Resuming from %s: %d epoch(s) done%s.", self.path, state["epoch"],
@@ -226,6 +235,7 @@ class TrainingBackup(keras.callbacks.Callback):
             "epoch_logs": self.epoch_logs,
             "metadata": self.metadata,
             "extra": self.extra,
+            "train_seconds": self.train_seconds,
             "callbacks": [
                 {name: _to_plain(getattr(callback, name)) for name in self._state_names(callback)}
                 for callback in self.tracked_callbacks
@@ -244,9 +254,17 @@ class TrainingBackup(keras.callbacks.Callback):
                 return names
         raise ValueError(f"TrainingBackup cannot back up the state of {type(callback).__name__}.")
 
+    @property
+    def train_seconds(self):
+        """Seconds in `fit` over every process of the run: the earlier ones' (up to their last
+        save) and this one's so far."""
+        running = _clock() - self._fit_start if self._fit_start is not None else 0.0
+        return self._seconds_before + running
+
     # Callback hooks.
 
     def on_train_begin(self, logs=None):
+        self._fit_start = _clock()
         remove_partial_files(self.backup_dir)
         if self._callback_state is not None:
             for callback, values in zip(self.tracked_callbacks, self._callback_state):
@@ -260,6 +278,7 @@ class TrainingBackup(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         # Reached only when fit returns normally (all epochs, or early stopping).
         self.finished = True
+        self._seconds_before, self._fit_start = self.train_seconds, None  # the clock stops with fit
         self._save()
 
     def delete(self):

@@ -321,9 +321,9 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
             shuffle=False,  # the dataset shuffles itself (seeded)
             verbose=config.verbose,
         )
-    train_seconds = time.perf_counter() - train_start
+    process_train_seconds = time.perf_counter() - train_start
     epochs_trained = len(backup.epoch_logs)  # resumed epochs included
-    epochs_this_process = epochs_trained - initial_epoch  # what train_seconds timed
+    epochs_this_process = epochs_trained - initial_epoch  # what process_train_seconds timed
     val_losses = [logs["val_loss"] for logs in backup.epoch_logs if "val_loss" in logs]
     best_epoch = int(np.argmin(val_losses)) + 1 if val_losses else epochs_trained
 
@@ -347,14 +347,15 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     decoded = len(dev_examples) + len(test_examples)
     timing = {
         "data_seconds": data_seconds,
-        "train_seconds": train_seconds,
+        "train_seconds": backup.train_seconds,  # the whole run's, over its processes (resumes)
+        "train_seconds_this_process": process_train_seconds,
         "epochs_trained": epochs_trained,
         "best_epoch": best_epoch,
         "steps_per_epoch": steps_per_epoch,
         "train_examples": len(train_examples),
         # Over the epochs this process trained; None for a rerun that only decoded.
         "train_examples_per_second": (
-            len(train_examples) * epochs_this_process / train_seconds if epochs_this_process > 0 else None
+            len(train_examples) * epochs_this_process / process_train_seconds if epochs_this_process > 0 else None
         ),
         "decode_seconds": decode_seconds,
         "decode_sentences_per_second": decoded / max(sum(decode_seconds.values()), 1e-9),
