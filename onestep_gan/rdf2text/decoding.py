@@ -61,7 +61,8 @@ class PlaceholderConstraints:
 
     def __init__(self, source_ids, placeholder_ids, required_ids=(), rows_per_source=1):
         placeholder_ids = tuple(int(index) for index in placeholder_ids)
-        unknown = sorted(set(int(index) for index in required_ids) - set(placeholder_ids))
+        required_ids = {int(index) for index in required_ids}
+        unknown = sorted(required_ids - set(placeholder_ids))
         if not placeholder_ids or len(set(placeholder_ids)) != len(placeholder_ids) or unknown:
             raise ValueError(
                 "`placeholder_ids` must be distinct and non-empty, and hold every `required_ids`. "
@@ -70,7 +71,7 @@ class PlaceholderConstraints:
         self.placeholder_ids = ops.convert_to_tensor(placeholder_ids, dtype="int32")  # (P,)
         holds = ops.equal(ops.cast(source_ids, "int32")[:, :, None], self.placeholder_ids)  # (b, s, P)
         allowed = ops.sum(ops.cast(holds, "int32"), axis=1)  # (b, P)
-        is_required = ops.convert_to_tensor([index in set(required_ids) for index in placeholder_ids])
+        is_required = ops.convert_to_tensor([index in required_ids for index in placeholder_ids])
         required = ops.logical_and(allowed > 0, is_required[None, :])
         self.allowed = ops.repeat(allowed, rows_per_source, axis=0)  # (rows, P)
         self.required = ops.repeat(required, rows_per_source, axis=0)
