@@ -95,10 +95,11 @@ def test_placeholder_constraints_hold_in_compiled_decoding(method):
     decode_step = model.decode_step
     bias = np.zeros(13, "float32")
     bias[[4, 5, model.eos_id]] = 30.0, 25.0, 20.0
+    bias = keras.ops.convert_to_tensor(bias)
 
     def biased_decode_step(*args, **kwargs):
         logits, state = decode_step(*args, **kwargs)
-        return logits + bias, state
+        return keras.ops.add(logits, bias), state
 
     model.decode_step = biased_decode_step
     constraints = ((4, 5, 6), (4, 5))  # 4, 5, 6 limited; 4 and 5 required where the source holds them
