@@ -158,6 +158,33 @@ def test_chain_runs_mle_then_the_adversarial_stage_whose_run_generate_reads(tmp_
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("Alan_Bean | birthPlace | Wheeler,_Texas\n".encode())))
     assert cli.main(["generate", "--run-dir", str(tmp_path / "gan")]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 1
+    # `decode` re-decodes the stage's run (its generator as it is, no averaging; the stage's report
+    # names), here with the stage's discriminator breaking the reranker's ties, and saves the setting,
+    # which `generate` then uses; an MLE run has no discriminator.
+    from onestep_gan.rdf2text import inference
+
+    preferences = []
+    original = inference.decode_examples
+    monkeypatch.setattr(inference, "decode_examples",
+                        lambda *args, **kwargs: preferences.append(kwargs["preference"]) or original(*args, **kwargs))
+    hypotheses = tmp_path / "gan" / "adversarial_dev_hypotheses.txt"
+    hypotheses.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert cli.main(["decode", "--run-dir", str(tmp_path / "gan"), "--data-dir", str(FIXTURE_2017),
+                         "--rerank-discriminator-weight", "0.5"]) == 0
+    assert hypotheses.is_file() and not (tmp_path / "gan" / "dev_hypotheses.txt").exists()
+    assert json.loads((tmp_path / "gan" / "config.json").read_text())["rerank_discriminator_weight"] == 0.5
+    input_file = tmp_path / "input.txt"
+    input_file.write_text("Alan_Bean | birthPlace | Wheeler,_Texas\n")
+    capsys.readouterr()
+    assert cli.main(["generate", "--input", str(input_file), "--run-dir", str(tmp_path / "gan")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+    assert len(preferences) == 3 and all(callable(preference) for preference in preferences)
+    assert cli.main(["generate", "--input", str(input_file), "--run-dir", str(tmp_path / "mle"),
+                     "--rerank-discriminator-weight", "0.5"]) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "discriminator.keras: no such file" in error
 
 
 def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys):

@@ -111,3 +111,35 @@ def test_placeholder_constraints_hold_in_compiled_decoding(method):
     # Row 0 holds 4 and 5: each once, then EOS. Row 1 holds 4 (5 is absent): 4, EOS. Row 2 holds none.
     np.testing.assert_array_equal(got, [[4, 5, 3, 0, 0, 0, 0], [4, 3, 0, 0, 0, 0, 0], [3, 0, 0, 0, 0, 0, 0]])
     np.testing.assert_array_equal(got, generate(model, source, method=method, beam_width=3, placeholder_constraints=constraints))
+
+
+def test_discriminator_preference_is_the_beam_score_plus_the_weighted_discriminator_score():
+    """`discriminator_preference` scores each beam candidate with D exactly as D scores a text on
+    its own; a candidate longer than D reads gets -inf."""
+    from onestep_gan.rdf2text.discriminator import TextDiscriminator
+    from onestep_gan.rdf2text.inference import discriminator_preference
+
+    keras.utils.set_random_seed(5)
+    discriminator = TextDiscriminator(
+        vocabulary_size=13, max_source_length=8, max_target_length=5, model_dim=16, num_heads=2,
+        feedforward_dim=32, num_layers=1, dropout=0.0,
+    )
+    source_ids = np.array([[5, 6, 7, 0], [10, 4, 0, 0]], dtype="int32")
+    candidate_ids = np.array([  # (batch 2, beam 3, length 7): PAD (0) after EOS (2)
+        [[7, 8, 2, 0, 0, 0, 0], [9, 2, 0, 0, 0, 0, 0], [7, 8, 9, 10, 11, 12, 2]],
+        [[4, 2, 0, 0, 0, 0, 0], [11, 12, 4, 2, 0, 0, 0], [5, 5, 5, 5, 2, 0, 0]],
+    ], dtype="int32")
+    beam_scores = np.array([[-0.1, -0.2, -0.3], [-1.0, -2.0, -3.0]])
+    preference = discriminator_preference(discriminator, weight=0.5)(source_ids, candidate_ids, beam_scores)
+    assert preference.shape == (2, 3)
+    for row in range(2):
+        for beam in range(3):
+            text = candidate_ids[row, beam]
+            if (text[5:] != 0).any():  # longer than D's 5 positions
+                assert preference[row, beam] == -np.inf
+                continue
+            alone = keras.ops.convert_to_numpy(discriminator([source_ids[row : row + 1], text[None, :5]]))[0, 0]
+            np.testing.assert_allclose(preference[row, beam], beam_scores[row, beam] + 0.5 * alone, rtol=1e-5, atol=1e-6)
+    assert np.isinf(preference).sum() == 1
+    with pytest.raises(ValueError, match="must be positive"):
+        discriminator_preference(discriminator, weight=0.0)

@@ -84,14 +84,14 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     # (its config.json lacks them) was trained without them, whatever today's defaults are.
     saved = MLEConfig.quick().to_dict()
     for name in ("predicate_placeholders", "epoch_seeded_shuffle", "average_checkpoints", "rerank_min_foreign",
-                 "rerank_stated_relations", "constrain_placeholders"):
+                 "rerank_stated_relations", "constrain_placeholders", "rerank_discriminator_weight"):
         del saved[name]
     (tmp_path / "config.json").write_text(json.dumps(saved), encoding="utf-8")
     config = MLEConfig.load(tmp_path / "config.json")
     assert (config.predicate_placeholders, config.epoch_seeded_shuffle, config.average_checkpoints) == (False, False, 1)
     assert config.rerank_min_foreign is None and MLEConfig().rerank_min_foreign == 6.0
     assert config.rerank_stated_relations is False and MLEConfig().rerank_stated_relations is True
-    assert config.constrain_placeholders is False
+    assert config.constrain_placeholders is False and config.rerank_discriminator_weight == 0.0
     assert MLEConfig().predicate_placeholders and MLEConfig().epoch_seeded_shuffle  # today's defaults
     # A field the file has keeps its value.
     (tmp_path / "config.json").write_text(json.dumps({**saved, "average_checkpoints": 3}), encoding="utf-8")
@@ -107,6 +107,15 @@ def test_config_round_trip_and_validation(tmp_path):
         MLEConfig(decode_method="sample")
     with pytest.raises(ValueError, match="(?i)unknown MLEConfig fields"):
         MLEConfig.from_dict({"epochz": 3})
+    with pytest.raises(ValueError, match="rerank_discriminator_weight"):
+        MLEConfig(rerank_discriminator_weight=-1.0)
+
+
+def test_the_mle_job_refuses_a_discriminator_weight_before_writing_anything(tmp_path):
+    """An MLE run has no discriminator to rerank with: the job says so at once, not after training."""
+    with pytest.raises(ValueError, match="an MLE run has no discriminator"):
+        mle.train_and_evaluate(MLEConfig.quick(rerank_discriminator_weight=0.5), tmp_path / "data", tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +237,8 @@ def test_a_backup_resumes_under_other_decoding_settings_only():
     config = MLEConfig.quick()
     decoding = dataclasses.replace(config, beam_width=3, rerank=False, rerank_min_foreign=None,
                                    rerank_stated_relations=False, length_penalty=1.0, decode_method="greedy",
-                                   constrain_placeholders=not config.constrain_placeholders)
+                                   constrain_placeholders=not config.constrain_placeholders,
+                                   rerank_discriminator_weight=0.5)
     assert mle._resume_metadata(decoding) == mle._resume_metadata(config)
     assert mle._resume_metadata(dataclasses.replace(config, epochs=config.epochs + 1)) != mle._resume_metadata(config)
     assert mle._resume_metadata(dataclasses.replace(config, average_checkpoints=2)) != mle._resume_metadata(config)

@@ -92,6 +92,50 @@ def test_decode_examples_relexicalises_the_chosen_candidate(reranker):
     assert texts == ["Alan Bean was born in Wheeler, Texas and served as a Test pilot."]
 
 
+def test_a_preference_breaks_ties_on_errors_and_never_outweighs_an_error(reranker):
+    """`MLEConfig.rerank_discriminator_weight`: ties go to the preferred candidate, not the first."""
+    studied = "ENT_1 , born in ENT_2 , served as a ENT_3 .".split()
+    assert [reranker.errors(TRIPLES, tokens, ENTITY_MAP) for tokens in (RIGHT, studied, SWAPPED)] == [0, 0, 2]
+    candidates = [RIGHT, studied, SWAPPED]
+    assert reranker.choose(TRIPLES, candidates, ENTITY_MAP) == 0
+    assert reranker.choose(TRIPLES, candidates, ENTITY_MAP, preference=[0.0, 1.0, 9.0]) == 1
+    assert reranker.choose(TRIPLES, candidates, ENTITY_MAP, preference=[1.0, 0.0, 9.0]) == 0
+    assert reranker.choose(TRIPLES, candidates, ENTITY_MAP, preference=[1.0, 1.0, 9.0]) == 0  # equal: beam order
+    assert reranker.choose(TRIPLES, candidates, ENTITY_MAP, preference=[-np.inf, -5.0, 9.0]) == 1
+    with pytest.raises(ValueError, match="one preference per candidate"):
+        reranker.choose(TRIPLES, candidates, ENTITY_MAP, preference=[0.0, 1.0])
+
+
+def test_decode_examples_breaks_ties_with_the_preference(reranker):
+    """`decode_examples` hands the preference function the batch's source ids, candidate ids and
+    beam scores, and the reranker its row."""
+    studied = "ENT_1 , born in ENT_2 , served as a ENT_3 .".split()
+    vocabulary = Vocabulary(sorted(set(SWAPPED) | set(studied)))
+    preprocessor = TextPreprocessor(vocabulary, 16, 16)
+    example = EncodedExample("e0", (4, 5), None, ENTITY_MAP, TRIPLES)
+    length = len(studied) + 1
+    candidates = np.array([[vocabulary.encode(RIGHT, add_eos=True) + [vocabulary.PAD] * (length - len(RIGHT) - 1),
+                            vocabulary.encode(studied, add_eos=True)]])
+    scores = np.array([[-0.5, -0.7]])
+    seen = []
+
+    def generate_function(source_ids):
+        return candidates, scores
+
+    def preference(source_ids, candidate_ids, beam_scores):
+        seen.append((source_ids, candidate_ids, beam_scores))
+        return beam_scores + np.array([[0.0, 0.3]])  # prefers the second
+
+    texts = decode_examples(generate_function, [example], preprocessor, 1, progress=False, reranker=reranker,
+                            preference=preference)
+    assert texts == ["Alan Bean, born in Wheeler, Texas, served as a Test pilot."]
+    (source_ids, candidate_ids, beam_scores), = seen
+    assert source_ids[0, :2].tolist() == [4, 5] and np.array_equal(candidate_ids, candidates)
+    assert np.array_equal(beam_scores, scores)
+    with pytest.raises(ValueError, match="needs a `reranker`"):
+        decode_examples(generate_function, [example], preprocessor, 1, progress=False, preference=preference)
+
+
 def test_from_config_takes_the_runs_reranking_settings(reranker):
     """What `decode`, `generate`, the MLE job and the adversarial stage build (`decoder_for`)."""
     on = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=2.0, rerank_stated_relations=True)

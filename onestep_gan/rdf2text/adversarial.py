@@ -468,7 +468,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     logger.info("Discriminator held-out accuracy after fine-tuning: %s", accuracy["after_adversarial"])
 
     # 3. Decode with the fine-tuned generator; compare with the MLE run's own scores.
-    decode = decoder_for(transformer, preprocessor, mle_config, aligner)
+    decode = decoder_for(transformer, preprocessor, mle_config, aligner, discriminator=discriminator)
     results = {}
     for name, entries in (("dev", dev_entries), ("test", test_entries)):
         examples = preprocessor.encode_entries(entries, for_training=False)

@@ -117,6 +117,16 @@ def _positive_int(text):
     return value
 
 
+def _non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0. Received: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0. Received: {value}")
+    return value
+
+
 def _train(args):
     from onestep_gan.rdf2text.evaluation import format_markdown_table
     from onestep_gan.rdf2text.mle import train_and_evaluate
@@ -165,7 +175,7 @@ def _decode(args):
 
 def _generate(args):
     from onestep_gan.rdf2text.mle import decoder_for
-    from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_run
+    from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_discriminator, load_run
 
     check_run_dir(args.run_dir)  # before reading stdin: a wrong folder fails at once
     if args.input:
@@ -177,7 +187,9 @@ def _generate(args):
     config = dataclasses.replace(config, **_decoding_overrides(args))
     aligner = load_aligner(args.run_dir) if config.rerank and config.decode_method == "beam" else None
     wanted = [triples for triples in triple_sets if triples is not None]
-    decode = decoder_for(model, preprocessor, config, aligner, progress=False)  # as the run decoded dev and test
+    discriminator = load_discriminator(args.run_dir) if config.rerank_discriminator_weight > 0 else None
+    # as the run decoded dev and test
+    decode = decoder_for(model, preprocessor, config, aligner, progress=False, discriminator=discriminator)
     texts = iter(decode(preprocessor.encode_triples(wanted)) if wanted else ())
     for triples in triple_sets:
         print("" if triples is None else next(texts))
@@ -233,6 +245,11 @@ def _add_decoding_overrides(parser):
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
     )
+    parser.add_argument(
+        "--rerank-discriminator-weight", type=_non_negative_float, metavar="WEIGHT",
+        help="ties on slot errors go to the highest beam score + WEIGHT x the discriminator's score "
+        "(adversarial runs; 0: to the most likely); default: the run's",
+    )
 
 
 def _decoding_overrides(args):
@@ -240,7 +257,8 @@ def _decoding_overrides(args):
     overrides = {
         name: getattr(args, name)
         for name in (
-            "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations", "constrain_placeholders"
+            "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
+            "constrain_placeholders", "rerank_discriminator_weight",
         )
         if getattr(args, name) is not None
     }

@@ -106,6 +106,7 @@ class MLEConfig(_Serialisable):
     SAVED_BEFORE_FIELD = {
         "epoch_seeded_shuffle": False, "predicate_placeholders": False, "average_checkpoints": 1,
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
+        "rerank_discriminator_weight": 0.0,
     }
 
     seed: int = 1234
@@ -169,6 +170,11 @@ class MLEConfig(_Serialisable):
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
     constrain_placeholders: bool = False
+    # Ties on slot errors go to the highest beam score + this weight x the discriminator's score
+    # (`inference.discriminator_preference`); 0: to the most likely. Only a run with a
+    # discriminator (an adversarial run) can decode with it. Every weight tried lowered dev
+    # BLEU-2017 (README, lever 28).
+    rerank_discriminator_weight: float = 0.0
     decode_batch_size: int = 32
     num_logged_samples: int = 3
     verbose: int | str = "auto"
@@ -182,6 +188,11 @@ class MLEConfig(_Serialisable):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
         self.bucket_boundaries = tuple(int(boundary) for boundary in self.bucket_boundaries)
+        if not float(self.rerank_discriminator_weight) >= 0:
+            raise ValueError(
+                "`rerank_discriminator_weight` must be 0 or more. "
+                f"Received: rerank_discriminator_weight={self.rerank_discriminator_weight}"
+            )
 
     @classmethod
     def quick(cls, **overrides):

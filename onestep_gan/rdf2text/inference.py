@@ -4,11 +4,13 @@
   the search of `decoding.py` driven by the model's `decode_step`.
 - `make_generate_function`: `generate` compiled for the Keras backend (`tf.function` on
   TensorFlow, `jax.jit` on JAX; eager on PyTorch), one trace per input shape.
+- `discriminator_preference`: beam score + a weight x D's score, for the reranker's ties.
 - `decode_examples`: `EncodedExample`s -> texts, batched by `datasets.source_batches`.
 - `generate_texts`: sets of triples -> texts, for users and the CLI.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from onestep_gan.rdf2text import datasets, decoding, preprocessing
@@ -185,13 +187,51 @@ def compile_for_backend(model, function):
     )
 
 
-def decode_examples(generate_function, examples, preprocessor, batch_size, progress=True, reranker=None):
+def discriminator_preference(discriminator, weight):
+    """`fn(source_ids, candidate_ids, beam_scores) -> (batch, beam)` numpy preferences for
+    `SlotErrorReranker.choose`: beam score + `weight` x the `TextDiscriminator`'s score of
+    (triples, candidate).
+
+    `candidate_ids (batch, beam, length)` are a beam search's candidates (PAD after EOS), given
+    to D as they are, cut to the length D reads; a candidate longer than that gets -inf (D cannot
+    read it), so it wins no tie against one D scores.
+    """
+    weight = float(weight)
+    if not weight > 0:
+        raise ValueError(f"`weight` must be positive. Received: weight={weight}")
+    text_length = discriminator.max_target_length
+    pad_id = discriminator.pad_id
+    score = compile_for_backend(
+        discriminator, lambda inputs: discriminator(inputs, training=False)[:, 0]
+    )
+
+    def preference(source_ids, candidate_ids, beam_scores):
+        candidate_ids = np.asarray(candidate_ids)
+        batch_size, beam_width, length = candidate_ids.shape
+        flat = candidate_ids.reshape(batch_size * beam_width, length)
+        readable = (flat[:, text_length:] == pad_id).all(axis=1)
+        sources = np.repeat(np.asarray(source_ids, dtype="int32"), beam_width, axis=0)
+        texts = np.full((batch_size * beam_width, text_length), pad_id, dtype="int32")
+        texts[:, : min(length, text_length)] = flat[:, :text_length]
+        scores = keras.ops.convert_to_numpy(score([sources, texts])).astype("float64")
+        scores = np.where(readable, scores, -np.inf).reshape(batch_size, beam_width)
+        return np.asarray(beam_scores, dtype="float64") + weight * scores
+
+    return preference
+
+
+def decode_examples(
+    generate_function, examples, preprocessor, batch_size, progress=True, reranker=None, preference=None
+):
     """Decodes `EncodedExample`s with `generate_function`; returns texts in example order.
 
     With a `reranking.SlotErrorReranker`, `generate_function` must return beam candidates
     (`make_generate_function(..., return_candidates=True)`), and each text is the candidate
-    the reranker chooses.
+    the reranker chooses; with a `preference` (`discriminator_preference`), ties on errors go
+    to the candidate it prefers rather than to the more likely one.
     """
+    if preference is not None and reranker is None:
+        raise ValueError("A `preference` breaks the reranker's ties: it needs a `reranker`.")
     texts = [None] * len(examples)
     batches = list(datasets.source_batches(examples, batch_size, pad_id=preprocessor.pad_id))
     progress_bar = keras.utils.Progbar(len(examples), unit_name="sentence") if progress else None
@@ -204,6 +244,9 @@ def decode_examples(generate_function, examples, preprocessor, batch_size, progr
                 texts[index] = preprocessor.decode(output_ids[row], example.entity_map, example.predicate_map)
         else:
             candidate_ids = keras.ops.convert_to_numpy(outputs[0])  # (batch, beam, length)
+            preferences = None
+            if preference is not None:
+                preferences = preference(source_ids, candidate_ids, keras.ops.convert_to_numpy(outputs[1]))
             for row, index in enumerate(indices):
                 example = examples[index]
                 # The reranker reads entity placeholders and words: predicates are put back first.
@@ -211,7 +254,10 @@ def decode_examples(generate_function, examples, preprocessor, batch_size, progr
                     preprocessing.relexicalise_predicates(preprocessor.vocabulary.decode(ids), example.predicate_map)
                     for ids in candidate_ids[row]
                 ]
-                best = reranker.choose(example.triples, candidates, example.entity_map)
+                best = reranker.choose(
+                    example.triples, candidates, example.entity_map,
+                    preference=None if preferences is None else preferences[row],
+                )
                 texts[index] = preprocessor.relexicalise(candidates[best], example.entity_map)
         if progress_bar is not None:
             progress_bar.add(len(indices))
@@ -230,6 +276,7 @@ def generate_texts(
     progress=False,
     reranker=None,
     placeholder_constraints=None,
+    preference=None,
 ):
     """Texts for sets of triples.
 
@@ -245,6 +292,8 @@ def generate_texts(
         reranker: a `reranking.SlotErrorReranker` (beam only): the beam candidate with the
             fewest slot errors wins.
         placeholder_constraints: see `generate` (`placeholder_constraints_for(preprocessor)`).
+        preference: with a reranker, `discriminator_preference(...)`: ties on errors go to the
+            candidate it prefers.
 
     Returns:
         One string per triple set.
@@ -255,5 +304,6 @@ def generate_texts(
         return_candidates=reranker is not None, placeholder_constraints=placeholder_constraints,
     )
     return decode_examples(
-        generate_function, examples, preprocessor, batch_size, progress=progress, reranker=reranker
+        generate_function, examples, preprocessor, batch_size, progress=progress, reranker=reranker,
+        preference=preference,
     )

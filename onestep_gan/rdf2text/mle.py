@@ -114,13 +114,21 @@ class LabelSmoothedSparseCrossEntropy(keras.losses.Loss):
         return config
 
 
-def decoder_for(model, preprocessor, config, aligner=None, progress=True):
+def decoder_for(model, preprocessor, config, aligner=None, progress=True, discriminator=None):
     """`fn(examples) -> texts`: the decoding `config` asks for (method, beam, length penalty,
     placeholder constraints, and reranking of the beam candidates by slot errors when
-    `config.rerank` and an aligner)."""
-    reranker = None
+    `config.rerank` and an aligner, its ties broken with the `discriminator` when
+    `config.rerank_discriminator_weight` > 0)."""
+    reranker = preference = None
     if config.rerank and config.decode_method == "beam" and aligner is not None:
         reranker = SlotErrorReranker.from_config(aligner, config)
+        if config.rerank_discriminator_weight > 0:
+            if discriminator is None:
+                raise ValueError(
+                    f"rerank_discriminator_weight={config.rerank_discriminator_weight} needs a discriminator: "
+                    "decode an adversarial run (it has discriminator.keras), or set the weight to 0."
+                )
+            preference = inference.discriminator_preference(discriminator, config.rerank_discriminator_weight)
     generate_function = inference.make_generate_function(
         model,
         method=config.decode_method,
@@ -135,7 +143,7 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True):
     def decode(examples):
         return inference.decode_examples(
             generate_function, examples, preprocessor, config.decode_batch_size, progress=progress,
-            reranker=reranker,
+            reranker=reranker, preference=preference,
         )
 
     return decode
@@ -226,6 +234,11 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     """
     start_time = time.perf_counter()
     run_dir = pathlib.Path(run_dir)
+    if config.rerank_discriminator_weight > 0:
+        raise ValueError(
+            f"rerank_discriminator_weight={config.rerank_discriminator_weight}: an MLE run has no discriminator. "
+            "Train with 0, then decode the adversarial run with the weight (`onestep-gan decode`)."
+        )
     keras.utils.set_random_seed(config.seed)
 
     # 1. Data: vocabulary from train only; one training example per reference text. Read
@@ -394,7 +407,8 @@ def _average_checkpoints(model, run_dir, best_epoch, k):
 # other values, for example by a newer release that added a decoding setting.
 _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
-    "rerank_stated_relations", "constrain_placeholders", "decode_batch_size", "num_logged_samples",
+    "rerank_stated_relations", "constrain_placeholders", "rerank_discriminator_weight", "decode_batch_size",
+    "num_logged_samples",
 })
 
 
@@ -441,22 +455,29 @@ def decode_run(run_dir, data_dir=None, **decoding):
     `config.json`). Training is deterministic, so a run trained with other decoding settings
     and re-decoded here gives what a run with the new settings would give.
 
+    An adversarial run folder is decoded with its fine-tuned generator as it is (no averaging),
+    and its reports keep the stage's names (`adversarial_dev_hypotheses.txt`, ...).
+
     Returns `{"dev": scores, "test": scores}`.
     """
     run_dir = pathlib.Path(run_dir)
+    adversarial = runs.check_run_dir(run_dir) == runs.GENERATOR_FILE
     model, preprocessor, config = runs.load_run(run_dir)
     config = dataclasses.replace(config, **decoding)
-    if config.average_checkpoints > 1 or (run_dir / averaging.EPOCH_WEIGHTS_DIR).is_dir():
+    discriminator = runs.load_discriminator(run_dir) if config.rerank_discriminator_weight > 0 else None
+    if not adversarial and (config.average_checkpoints > 1 or (run_dir / averaging.EPOCH_WEIGHTS_DIR).is_dir()):
         _average_checkpoints(model, run_dir, averaging.run_best_epoch(run_dir), config.average_checkpoints)
     aligner = runs.load_aligner(run_dir)
     if aligner is None:
         aligner = SlotAligner.from_entries(runs.load_split("train", data_dir, config.max_train_entries, config.seed))
         aligner.save(run_dir / runs.ALIGNER_FILE)
-    decode = decoder_for(model, preprocessor, config, aligner)
+    decode = decoder_for(model, preprocessor, config, aligner, discriminator=discriminator)
     results = {}
     for name in ("dev", "test"):
         entries = runs.load_split(name, data_dir, config.max_eval_entries, config.seed)
         hypotheses = decode(preprocessor.encode_entries(entries, for_training=False))
-        results[name] = evaluation.write_report(run_dir, hypotheses, entries, name=name, aligner=aligner)
+        results[name] = evaluation.write_report(
+            run_dir, hypotheses, entries, name=f"adversarial_{name}" if adversarial else name, aligner=aligner
+        )
     config.save(run_dir / runs.CONFIG_FILE)
     return results

@@ -9,7 +9,9 @@ entities are put back) by
     + repeated placeholders (the same entity stated twice)
 
 and keeps the candidate with the fewest, ties going to the more likely one (beam order). With
-no errors among the candidates this is plain beam search.
+no errors among the candidates this is plain beam search. Given a `preference` per candidate, ties
+go to the one it prefers instead: `inference.discriminator_preference` gives the beam score plus a
+weight times an adversarial run's discriminator score (`MLEConfig.rerank_discriminator_weight`).
 
 With `stated_relations`, ties on that count go first to the candidate that leaves fewer
 **unstated relations**: triples whose predicate the training references never showed
@@ -75,10 +77,17 @@ class SlotErrorReranker:
         unstated = self._unstated(judgement) if self.stated_relations else 0
         return judgement.num_errors + invented + repeated, unstated
 
-    def choose(self, triples, candidates, entity_map):
+    def choose(self, triples, candidates, entity_map, preference=None):
         """Index of the candidate (token lists, most likely first) with the fewest errors (then,
-        with `stated_relations`, the fewest unstated relations)."""
+        with `stated_relations`, the fewest unstated relations). Ties go to the highest
+        `preference` (one number per candidate), else to the more likely (the first)."""
         if not candidates:
             raise ValueError("Expected at least one candidate. Received: none.")
+        if preference is not None and len(preference) != len(candidates):
+            raise ValueError(
+                f"Expected one preference per candidate ({len(candidates)}). Received: {len(preference)}"
+            )
         ranks = [self._rank(triples, tokens, entity_map) for tokens in candidates]
-        return min(range(len(candidates)), key=lambda index: (ranks[index], index))
+        if preference is None:
+            return min(range(len(candidates)), key=lambda index: (ranks[index], index))
+        return min(range(len(candidates)), key=lambda index: (ranks[index], -preference[index], index))

@@ -142,6 +142,17 @@ def load_run(run_dir):
     return model, preprocessor, config
 
 
+def load_discriminator(run_dir):
+    """The `TextDiscriminator` of an adversarial run folder (`discriminator.keras`)."""
+    path = pathlib.Path(run_dir) / DISCRIMINATOR_FILE
+    if not path.is_file():
+        raise ValueError(
+            f"{path}: no such file. Expected an adversarial run folder (only the adversarial stage trains a "
+            "discriminator)."
+        )
+    return load_model_file(path)
+
+
 def load_aligner(run_dir):
     """The run's `SlotAligner` (`aligner.json`), or None for a run saved without one."""
     path = pathlib.Path(run_dir) / ALIGNER_FILE
