@@ -48,6 +48,16 @@ def webnlg_path():
     return path
 
 
+# Same-seed reruns in one process, skipped on TensorFlow only: there tests/test_resume.py's
+# kill-and-rerun tests start the MLE job and the adversarial stage afresh with the same seed in
+# separate processes and require the uninterrupted run's weights and outputs (the killed run's
+# first epochs become the resumed run's), which costs CI a whole run less.
+same_seed_rerun_in_one_process = pytest.mark.skipif(
+    keras.backend.backend() == "tensorflow",
+    reason="on TensorFlow, tests/test_resume.py reruns the same seed in fresh processes",
+)
+
+
 @pytest.fixture(autouse=True)
 def _seed_and_clear():
     keras.utils.set_random_seed(1234)

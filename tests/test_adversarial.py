@@ -1,6 +1,10 @@
-"""The adversarial stage on the hand-written fixture corpus: every part runs and writes its outputs."""
+"""The adversarial stage on the hand-written fixture corpus: every part runs and writes its outputs;
+the `chain` command and what reads the stage's run folder (`generate`, `decode`)."""
 
+import contextlib
+import io
 import json
+import shutil
 import warnings
 
 import keras
@@ -8,12 +12,13 @@ import numpy as np
 import pytest
 from keras import ops
 
-from onestep_gan.rdf2text import adversarial, mle, runs
+from onestep_gan.rdf2text import adversarial, cli, inference, runs
 from onestep_gan.rdf2text.config import AdversarialConfig
 from onestep_gan.rdf2text.discriminator import TextDiscriminator
 from onestep_gan.rdf2text.sampling import TextSampler
 from onestep_gan.rdf2text.transformer import TransformerGenerator
-from tests.test_mle import FIXTURE_2017, tiny_config
+from tests.conftest import same_seed_rerun_in_one_process
+from tests.test_mle import FIXTURE_2017
 
 
 def tiny_parts(vocabulary_size=12):
@@ -68,36 +73,44 @@ def test_mismatched_vocabulary_is_refused_on_load(tmp_path):
         adversarial.load_gan_parts(tmp_path)
 
 
-QUICK_ADVERSARIAL = dict(
-    batch_size=2, max_length=16, pretrain_steps=2, held_out_batches=1, adversarial_steps=2, steps_per_epoch=1,
-)
-
-
 def _train_adversarial(mle_run, run_dir):
+    """The stage `chain --quick` runs (`AdversarialConfig.quick()`), through the library."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        config = AdversarialConfig.quick(**QUICK_ADVERSARIAL)
-        return adversarial.train_adversarial(config, mle_run, run_dir, FIXTURE_2017)
+        return adversarial.train_adversarial(AdversarialConfig.quick(), mle_run, run_dir, FIXTURE_2017)
+
+
+# `tests.test_mle.tiny_config` as flags of `train` / `chain`.
+TINY_MLE_FLAGS = [
+    "--model-dim", "16", "--num-heads", "2", "--feedforward-dim", "32", "--num-encoder-layers", "1",
+    "--num-decoder-layers", "1", "--max-source-length", "32", "--max-target-length", "24", "--batch-size", "4",
+    "--epochs", "1", "--decode-batch-size", "4", "--beam-width", "2", "--num-logged-samples", "1",
+]
 
 
 @pytest.fixture(scope="module")
 def adversarial_run(tmp_path_factory):
-    """A tiny MLE run and a quick adversarial stage from it: `(mle run, gan run, summary)`."""
-    root = tmp_path_factory.mktemp("adversarial")
-    keras.utils.set_random_seed(0)
-    with warnings.catch_warnings():
+    """`onestep-gan chain --quick` with a tiny MLE model on the fixture corpus: a tiny MLE run, then
+    the quick adversarial stage from it (one chain serves the stage's tests and the CLI's):
+    `(mle run, gan run, summary, what the command printed)`."""
+    root = tmp_path_factory.mktemp("chain")
+    printed = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(printed):
         warnings.simplefilter("ignore", UserWarning)
-        mle.train_and_evaluate(tiny_config(), FIXTURE_2017, root / "mle")
-    return root / "mle", root / "gan", _train_adversarial(root / "mle", root / "gan")
+        assert cli.main(["chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(root)] + TINY_MLE_FLAGS) == 0
+    summary = json.loads((root / "gan" / "adversarial_summary.json").read_text())
+    return root / "mle", root / "gan", summary, printed.getvalue()
 
 
 @pytest.mark.slow
 def test_train_adversarial_end_to_end(adversarial_run):
-    _, run, summary = adversarial_run
+    mle_run, run, summary, printed = adversarial_run
+    assert (mle_run / "model.keras").is_file() and "MLE+GAN" in printed  # `chain` prints the comparison
+    assert json.loads((mle_run / "config.json").read_text())["model_dim"] == 16  # the flags reached the MLE job
     for name in ("generator.keras", "discriminator.keras", "adversarial_test_hypotheses.txt",
                  "adversarial_test_scores.json", "comparison.md", "adversarial_summary.json", "adversarial_log.csv"):
         assert (run / name).is_file(), name
-    assert summary["timing"]["adversarial_steps"] == 2
+    assert summary["timing"]["adversarial_steps"] == AdversarialConfig.quick().adversarial_steps
     assert set(summary["discriminator"]) == {
         "before_pretraining", "after_corruption_pretraining", "after_pretraining", "after_adversarial"
     }
@@ -106,6 +119,47 @@ def test_train_adversarial_end_to_end(adversarial_run):
     assert json.loads((run / "adversarial_summary.json").read_text())["mle"] is not None
     generator, discriminator = adversarial.load_gan_parts(run)
     assert generator.vocabulary_size == discriminator.vocabulary_size
+
+
+def test_generate_and_decode_read_the_chains_adversarial_run(adversarial_run, tmp_path, monkeypatch, capsys):
+    """`generate` on the stage's run folder; `decode` re-decodes it (its generator as it is, no
+    averaging; the stage's report names and summary rewritten), here with the stage's discriminator
+    breaking the reranker's ties, and saves the setting, which `generate` then uses; an MLE run has
+    no discriminator."""
+    mle_run, fixture_run, *_ = adversarial_run
+    run = shutil.copytree(fixture_run, tmp_path / "gan")  # the other tests read the fixture's as the stage left it
+    input_file = tmp_path / "input.txt"
+    input_file.write_text("Alan_Bean | birthPlace | Wheeler,_Texas\n")
+    assert cli.main(["generate", "--input", str(input_file), "--run-dir", str(run)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+
+    preferences = []
+    original = inference.decode_examples
+    monkeypatch.setattr(inference, "decode_examples",
+                        lambda *args, **kwargs: preferences.append(kwargs["preference"]) or original(*args, **kwargs))
+    hypotheses = run / "adversarial_dev_hypotheses.txt"
+    hypotheses.unlink()
+    (run / "comparison.md").write_text("stale\n")  # the stage's table, rewritten with the new scores
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert cli.main(["decode", "--run-dir", str(run), "--data-dir", str(FIXTURE_2017),
+                         "--rerank-discriminator-weight", "0.5"]) == 0
+    assert hypotheses.is_file() and not (run / "dev_hypotheses.txt").exists()
+    assert json.loads((run / "config.json").read_text())["rerank_discriminator_weight"] == 0.5
+    test_bleu = json.loads((run / "adversarial_test_scores.json").read_text())["all"]["bleu_2017"]
+    summary = json.loads((run / "adversarial_summary.json").read_text())
+    assert summary["adversarial"]["all"]["bleu_2017"] == test_bleu and summary["mle"] is not None
+    assert f"| BLEU-2017 (all) | {summary['mle']['all']['bleu_2017']:.2f} | {test_bleu:.2f} |" in (
+        (run / "comparison.md").read_text()
+    )
+    capsys.readouterr()
+    assert cli.main(["generate", "--input", str(input_file), "--run-dir", str(run)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1
+    assert len(preferences) == 3 and all(callable(preference) for preference in preferences)
+    assert cli.main(["generate", "--input", str(input_file), "--run-dir", str(mle_run),
+                     "--rerank-discriminator-weight", "0.5"]) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "discriminator.keras: no such file" in error
 
 
 def _gan_outcome(run):
@@ -120,10 +174,11 @@ def _gan_outcome(run):
 
 
 @pytest.mark.slow
+@same_seed_rerun_in_one_process
 def test_a_second_stage_with_the_same_seed_gives_the_same_weights_and_outputs(adversarial_run, tmp_path):
-    """Seed for seed on the backend of this process (CI runs it on TensorFlow and JAX): the
+    """Seed for seed on the backend of this process (CI runs it on JAX and PyTorch): the
     Gumbel noise, dropout and batches of a second stage from the same MLE run are the same."""
-    mle_run, run, _ = adversarial_run
+    mle_run, run, *_ = adversarial_run
     _train_adversarial(mle_run, tmp_path / "again")
     weights, *outputs = _gan_outcome(run)
     again_weights, *again_outputs = _gan_outcome(tmp_path / "again")

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from onestep_gan.rdf2text import cli
+from onestep_gan.rdf2text import cli, evaluation
 from onestep_gan.rdf2text.webnlg import Triple
 from tests.conftest import fixture_2017_dir
 
@@ -140,53 +140,6 @@ def test_evaluate_rejects_wrong_line_count(tmp_path):
     assert cli.main(argv) == 2
 
 
-def test_chain_runs_mle_then_the_adversarial_stage_whose_run_generate_reads(tmp_path, monkeypatch, capsys):
-    """The adversarial stage through the CLI (`chain` runs the `adversarial` command's code after
-    the MLE job; one stage, not two, keeps the suite short), and `generate` on its run folder."""
-    argv = [
-        "chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path),
-        "--epochs", "1", "--model-dim", "16", "--feedforward-dim", "32", "--num-encoder-layers", "1",
-        "--num-decoder-layers", "1", "--beam-width", "2",
-    ]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        assert cli.main(argv) == 0
-    assert (tmp_path / "mle" / "model.keras").is_file()
-    assert "MLE+GAN" in capsys.readouterr().out
-    for name in ("generator.keras", "config.json", "vocabulary.json", "adversarial_test_hypotheses.txt"):
-        assert (tmp_path / "gan" / name).is_file(), name
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO("Alan_Bean | birthPlace | Wheeler,_Texas\n".encode())))
-    assert cli.main(["generate", "--run-dir", str(tmp_path / "gan")]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 1
-    # `decode` re-decodes the stage's run (its generator as it is, no averaging; the stage's report
-    # names), here with the stage's discriminator breaking the reranker's ties, and saves the setting,
-    # which `generate` then uses; an MLE run has no discriminator.
-    from onestep_gan.rdf2text import inference
-
-    preferences = []
-    original = inference.decode_examples
-    monkeypatch.setattr(inference, "decode_examples",
-                        lambda *args, **kwargs: preferences.append(kwargs["preference"]) or original(*args, **kwargs))
-    hypotheses = tmp_path / "gan" / "adversarial_dev_hypotheses.txt"
-    hypotheses.unlink()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        assert cli.main(["decode", "--run-dir", str(tmp_path / "gan"), "--data-dir", str(FIXTURE_2017),
-                         "--rerank-discriminator-weight", "0.5"]) == 0
-    assert hypotheses.is_file() and not (tmp_path / "gan" / "dev_hypotheses.txt").exists()
-    assert json.loads((tmp_path / "gan" / "config.json").read_text())["rerank_discriminator_weight"] == 0.5
-    input_file = tmp_path / "input.txt"
-    input_file.write_text("Alan_Bean | birthPlace | Wheeler,_Texas\n")
-    capsys.readouterr()
-    assert cli.main(["generate", "--input", str(input_file), "--run-dir", str(tmp_path / "gan")]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 1
-    assert len(preferences) == 3 and all(callable(preference) for preference in preferences)
-    assert cli.main(["generate", "--input", str(input_file), "--run-dir", str(tmp_path / "mle"),
-                     "--rerank-discriminator-weight", "0.5"]) == 2
-    error = capsys.readouterr().err
-    assert len(error.strip().splitlines()) == 1 and "discriminator.keras: no such file" in error
-
-
 def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys):
     argv = ["decode", "--run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017), "--decode-method", "beam",
             "--beam-width", "3", "--no-rerank", "--rerank-min-foreign", "none",
@@ -198,6 +151,10 @@ def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys)
     assert (config["decode_method"], config["beam_width"], config["rerank"]) == ("beam", 3, False)
     assert config["rerank_min_foreign"] is None and config["rerank_stated_relations"] is False
     assert config["constrain_placeholders"] is True
+    summary = (trained_run / "summary.md").read_text()  # rewritten: the new settings and scores
+    assert "decoding: beam (beam 3)" in summary and "greedy" not in summary
+    test_scores = json.loads((trained_run / "test_scores.json").read_text())
+    assert evaluation.format_markdown_table(test_scores) in summary
     assert "slot errors %" in (trained_run / "test_scores.md").read_text()
 
 

@@ -11,7 +11,7 @@ import pytest
 from onestep_gan.rdf2text import inference, mle, runs
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy
-from tests.conftest import fixture_2017_dir
+from tests.conftest import fixture_2017_dir, same_seed_rerun_in_one_process
 
 FIXTURE_2017 = fixture_2017_dir()
 
@@ -176,8 +176,9 @@ def _run_outcome(run_dir):
     )
 
 
+@same_seed_rerun_in_one_process
 def test_a_second_run_with_the_same_seed_gives_the_same_weights_and_outputs(tiny_run, tmp_path):
-    """Seed for seed on the backend of this process (CI runs it on TensorFlow and JAX)."""
+    """Seed for seed on the backend of this process (CI runs it on JAX and PyTorch)."""
     run_dir, _ = tiny_run
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -482,42 +482,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     mle_scores_path = pathlib.Path(mle_run_dir) / "test_scores.json"
     mle_scores = json.loads(mle_scores_path.read_text()) if mle_scores_path.is_file() else None
     summary = {"mle": mle_scores, "adversarial": results["test"], "discriminator": accuracy, "timing": timing}
-    checkpoints.atomic_write(run_dir / "adversarial_summary.json", json.dumps(summary, indent=2) + "\n")
-    comparison = format_comparison(mle_scores, results["test"], accuracy, timing)
-    checkpoints.atomic_write(run_dir / "comparison.md", comparison)
+    comparison = runs.write_comparison(run_dir, summary)
     backup.delete()  # the run is complete: a rerun starts afresh
     logger.info("Comparison:\n%s", comparison)
     return summary
-
-
-def format_comparison(mle_scores, adversarial_scores, accuracy, timing):
-    """Markdown table: MLE vs MLE+GAN on the same test set."""
-    rows = [
-        ("BLEU-2017 (all)", "bleu_2017", 1.0), ("sacreBLEU (all)", "sacrebleu", 1.0),
-        ("chrF++ (all)", "chrf_pp", 1.0), ("entity coverage % (all)", "entity_coverage", 100.0),
-        ("repeated 3-gram % (all)", "repeated_trigram_share", 100.0),
-        ("slot errors % (all)", "slot_error_rate", 100.0),
-        ("wrong bindings % (all)", "wrong_binding_rate", 100.0),
-    ]
-    lines = ["| metric | MLE | MLE+GAN |", "|---|---:|---:|"]
-    for label, key, scale in rows:
-        if key not in adversarial_scores["all"]:
-            continue
-        mle = f"{mle_scores['all'][key] * scale:.2f}" if mle_scores and key in mle_scores["all"] else "n/a"
-        lines.append(f"| {label} | {mle} | {adversarial_scores['all'][key] * scale:.2f} |")
-    for subset in ("seen", "unseen"):
-        if subset in adversarial_scores:
-            mle = f"{mle_scores[subset]['bleu_2017']:.2f}" if mle_scores and subset in mle_scores else "n/a"
-            lines.append(f"| BLEU-2017 ({subset}) | {mle} | {adversarial_scores[subset]['bleu_2017']:.2f} |")
-    for stage, values in accuracy.items():
-        parts = ", ".join(
-            f"{name.replace('_accuracy', '')} {value * 100:.0f}" for name, value in values.items() if name != "accuracy"
-        )
-        lines.append(
-            f"| D held-out accuracy, {stage.replace('_', ' ')} | | {values['accuracy'] * 100:.1f}% ({parts}) |"
-        )
-    lines.append(
-        f"| adversarial wall time | | {timing.get('adversarial_seconds', 0) / 60:.1f} min "
-        f"({timing.get('adversarial_steps', 0)} steps) |"
-    )
-    return "\n".join(lines) + "\n"

@@ -368,3 +368,37 @@ def write_report(run_dir, hypotheses, entries, scores=None, name="test", aligner
     )
     logger.info("Wrote %s report to %s", name, run_dir)
     return scores
+
+
+def format_comparison(mle_scores, adversarial_scores, accuracy, timing):
+    """Markdown table: MLE vs MLE+GAN on the same test set, with the discriminator's held-out
+    accuracies and the stage's wall time."""
+    rows = [
+        ("BLEU-2017 (all)", "bleu_2017", 1.0), ("sacreBLEU (all)", "sacrebleu", 1.0),
+        ("chrF++ (all)", "chrf_pp", 1.0), ("entity coverage % (all)", "entity_coverage", 100.0),
+        ("repeated 3-gram % (all)", "repeated_trigram_share", 100.0),
+        ("slot errors % (all)", "slot_error_rate", 100.0),
+        ("wrong bindings % (all)", "wrong_binding_rate", 100.0),
+    ]
+    lines = ["| metric | MLE | MLE+GAN |", "|---|---:|---:|"]
+    for label, key, scale in rows:
+        if key not in adversarial_scores["all"]:
+            continue
+        mle = f"{mle_scores['all'][key] * scale:.2f}" if mle_scores and key in mle_scores["all"] else "n/a"
+        lines.append(f"| {label} | {mle} | {adversarial_scores['all'][key] * scale:.2f} |")
+    for subset in ("seen", "unseen"):
+        if subset in adversarial_scores:
+            mle = f"{mle_scores[subset]['bleu_2017']:.2f}" if mle_scores and subset in mle_scores else "n/a"
+            lines.append(f"| BLEU-2017 ({subset}) | {mle} | {adversarial_scores[subset]['bleu_2017']:.2f} |")
+    for stage, values in accuracy.items():
+        parts = ", ".join(
+            f"{name.replace('_accuracy', '')} {value * 100:.0f}" for name, value in values.items() if name != "accuracy"
+        )
+        lines.append(
+            f"| D held-out accuracy, {stage.replace('_', ' ')} | | {values['accuracy'] * 100:.1f}% ({parts}) |"
+        )
+    lines.append(
+        f"| adversarial wall time | | {timing.get('adversarial_seconds', 0) / 60:.1f} min "
+        f"({timing.get('adversarial_steps', 0)} steps) |"
+    )
+    return "\n".join(lines) + "\n"

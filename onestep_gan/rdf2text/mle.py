@@ -456,7 +456,9 @@ def decode_run(run_dir, data_dir=None, **decoding):
     and re-decoded here gives what a run with the new settings would give.
 
     An adversarial run folder is decoded with its fine-tuned generator as it is (no averaging),
-    and its reports keep the stage's names (`adversarial_dev_hypotheses.txt`, ...).
+    and its reports keep the stage's names (`adversarial_dev_hypotheses.txt`, ...). The run's
+    summary (`summary.md`; an adversarial run's `adversarial_summary.json` and `comparison.md`)
+    is rewritten with the new scores, so no report in the folder is left stale.
 
     Returns `{"dev": scores, "test": scores}`.
     """
@@ -472,12 +474,23 @@ def decode_run(run_dir, data_dir=None, **decoding):
         aligner = SlotAligner.from_entries(runs.load_split("train", data_dir, config.max_train_entries, config.seed))
         aligner.save(run_dir / runs.ALIGNER_FILE)
     decode = decoder_for(model, preprocessor, config, aligner, discriminator=discriminator)
-    results = {}
+    results, decode_seconds = {}, {}
     for name in ("dev", "test"):
         entries = runs.load_split(name, data_dir, config.max_eval_entries, config.seed)
+        t0 = time.perf_counter()
         hypotheses = decode(preprocessor.encode_entries(entries, for_training=False))
+        decode_seconds[name] = time.perf_counter() - t0
         results[name] = evaluation.write_report(
             run_dir, hypotheses, entries, name=f"adversarial_{name}" if adversarial else name, aligner=aligner
         )
     config.save(run_dir / runs.CONFIG_FILE)
+    if adversarial and (run_dir / runs.ADVERSARIAL_SUMMARY_FILE).is_file():  # none if the stage stopped early
+        summary = json.loads((run_dir / runs.ADVERSARIAL_SUMMARY_FILE).read_text(encoding="utf-8"))
+        runs.write_comparison(run_dir, {**summary, "adversarial": results["test"]})
+    elif not adversarial and (run_dir / runs.TIMING_FILE).is_file():
+        timing = json.loads((run_dir / runs.TIMING_FILE).read_text(encoding="utf-8"))  # the run's training
+        decoded = sum(results[name]["all"]["count"] for name in results)
+        timing.update(decode_seconds=decode_seconds,  # and this decoding's time
+                      decode_sentences_per_second=decoded / max(sum(decode_seconds.values()), 1e-9))
+        _write_summary(run_dir, config, results, timing)
     return results

@@ -10,7 +10,8 @@ An MLE run folder (`mle.train_and_evaluate`) holds
 
 An adversarial run folder (`adversarial.train_adversarial`) holds the same `config.json` and
 `vocabulary.json` and `aligner.json` (copied from its MLE run, so it decodes the same way), `generator.keras` and
-`discriminator.keras`, `adversarial_config.json` and its own scores. `load_run` reads either kind,
+`discriminator.keras`, `adversarial_config.json` and its own scores (`adversarial_{dev,test}_*`,
+`adversarial_summary.json` and its table `comparison.md`). `load_run` reads either kind,
 so `generate` and `evaluate` work on both.
 
 `load_split` is the one way the jobs read WebNLG splits (with the seeded sampling of
@@ -18,12 +19,14 @@ so `generate` and `evaluate` work on both.
 test entries of its MLE run.
 """
 
+import json
 import logging
 import pathlib
 import random
 import zipfile
 
-from onestep_gan.rdf2text import webnlg
+from onestep_gan.rdf2text import evaluation, webnlg
+from onestep_gan.rdf2text.checkpoints import atomic_write
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
@@ -39,6 +42,8 @@ SUMMARY_FILE = "summary.md"
 GENERATOR_FILE = "generator.keras"
 DISCRIMINATOR_FILE = "discriminator.keras"
 ADVERSARIAL_CONFIG_FILE = "adversarial_config.json"
+ADVERSARIAL_SUMMARY_FILE = "adversarial_summary.json"
+COMPARISON_FILE = "comparison.md"
 ALIGNER_FILE = "aligner.json"
 BACKUP_DIR = "backup"
 
@@ -157,3 +162,17 @@ def load_aligner(run_dir):
     """The run's `SlotAligner` (`aligner.json`), or None for a run saved without one."""
     path = pathlib.Path(run_dir) / ALIGNER_FILE
     return SlotAligner.load(path) if path.is_file() else None
+
+
+def write_comparison(run_dir, summary):
+    """Writes an adversarial stage's `summary` (keys "mle" and "adversarial": test scores,
+    "discriminator": held-out accuracies, "timing") to `run_dir`'s `adversarial_summary.json`, and
+    its table (`evaluation.format_comparison`) to `comparison.md`, each file whole or not at all.
+    Returns the table."""
+    run_dir = pathlib.Path(run_dir)
+    atomic_write(run_dir / ADVERSARIAL_SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+    comparison = evaluation.format_comparison(
+        summary["mle"], summary["adversarial"], summary["discriminator"], summary["timing"]
+    )
+    atomic_write(run_dir / COMPARISON_FILE, comparison)
+    return comparison
