@@ -18,7 +18,7 @@ from onestep_gan.rdf2text.discriminator import TextDiscriminator
 from onestep_gan.rdf2text.sampling import TextSampler
 from onestep_gan.rdf2text.transformer import TransformerGenerator
 from tests.conftest import same_seed_rerun_in_one_process
-from tests.test_mle import FIXTURE_2017
+from tests.test_mle import FIXTURE_2017, TINY_SETTINGS
 
 
 def tiny_parts(vocabulary_size=12):
@@ -80,12 +80,8 @@ def _train_adversarial(mle_run, run_dir):
         return adversarial.train_adversarial(AdversarialConfig.quick(), mle_run, run_dir, FIXTURE_2017)
 
 
-# `tests.test_mle.tiny_config` as flags of `train` / `chain`.
-TINY_MLE_FLAGS = [
-    "--model-dim", "16", "--num-heads", "2", "--feedforward-dim", "32", "--num-encoder-layers", "1",
-    "--num-decoder-layers", "1", "--max-source-length", "32", "--max-target-length", "24", "--batch-size", "4",
-    "--epochs", "1", "--decode-batch-size", "4", "--beam-width", "2", "--num-logged-samples", "1",
-]
+# `tests.test_mle.tiny_config` as flags of `train` / `chain --quick`.
+TINY_MLE_FLAGS = [item for name, value in TINY_SETTINGS.items() for item in (f"--{name.replace('_', '-')}", str(value))]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +93,8 @@ def adversarial_run(tmp_path_factory):
     printed = io.StringIO()
     with warnings.catch_warnings(), contextlib.redirect_stdout(printed):
         warnings.simplefilter("ignore", UserWarning)
-        assert cli.main(["chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(root)] + TINY_MLE_FLAGS) == 0
+        argv = ["chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(root)] + TINY_MLE_FLAGS
+        assert cli.main(argv) == 0
     summary = json.loads((root / "gan" / "adversarial_summary.json").read_text())
     return root / "mle", root / "gan", summary, printed.getvalue()
 

@@ -16,14 +16,16 @@ from tests.conftest import fixture_2017_dir, same_seed_rerun_in_one_process
 FIXTURE_2017 = fixture_2017_dir()
 
 
+# What `tiny_config` changes in `MLEConfig.quick()`.
+TINY_SETTINGS = dict(
+    model_dim=16, num_heads=2, feedforward_dim=32, max_source_length=32, max_target_length=24,
+    batch_size=4, epochs=1, decode_batch_size=4, beam_width=2, num_logged_samples=1,
+)
+
+
 def tiny_config(**overrides):
     """The smallest config that still runs every stage (seconds of compute)."""
-    settings = dict(
-        model_dim=16, num_heads=2, feedforward_dim=32, max_source_length=32, max_target_length=24,
-        batch_size=4, epochs=1, decode_batch_size=4, beam_width=2, num_logged_samples=1,
-    )
-    settings.update(overrides)
-    return MLEConfig.quick(**settings)
+    return MLEConfig.quick(**{**TINY_SETTINGS, **overrides})
 
 
 def test_label_smoothed_loss_matches_hand_computed_value():
