@@ -61,7 +61,9 @@ def main():
     One call: `fit` with the checkpoint / backup / early-stopping / TensorBoard / sample
     callbacks, then beam search with the best checkpoint and the WebNLG metrics.
     """
-    results = train_and_evaluate(config_from_arguments(MLEConfig, args, args.quick), args.data_dir, args.run_dir)
+    results = train_and_evaluate(
+        config_from_arguments(MLEConfig, args, args.quick), args.data_dir, args.run_dir, args.enriched_dir
+    )
     for name in ("dev", "test"):
         print(f"\n{name} ({args.run_dir}/{name}_scores.md):\n{format_markdown_table(results[name])}")
     timing = results["timing"]

@@ -44,6 +44,10 @@ def add_train_arguments(parser):
     """Arguments of `train` (shared with examples/webnlg.py)."""
     parser.add_argument("--run-dir", default="runs/webnlg_mle", help="output folder (default: %(default)s)")
     parser.add_argument("--data-dir", default=None, help=f"WebNLG 2017 folder with train/dev/test {_DATA_DIR_DEFAULT}")
+    parser.add_argument(
+        "--enriched-dir", default=None,
+        help="enriched WebNLG folder, read with --gold-mentions (default: $WEBNLG_ENRICHED_DIR)",
+    )
     parser.add_argument("--quick", action="store_true", help="MLEConfig.quick(): tiny sample and model, 3 epochs")
     add_config_arguments(parser.add_argument_group("MLEConfig fields"), MLEConfig)
 
@@ -131,7 +135,9 @@ def _train(args):
     from onestep_gan.rdf2text.evaluation import format_markdown_table
     from onestep_gan.rdf2text.mle import train_and_evaluate
 
-    results = train_and_evaluate(config_from_arguments(MLEConfig, args, args.quick), args.data_dir, args.run_dir)
+    results = train_and_evaluate(
+        config_from_arguments(MLEConfig, args, args.quick), args.data_dir, args.run_dir, args.enriched_dir
+    )
     for name in ("dev", "test"):
         print(f"{name}:\n{format_markdown_table(results[name])}")
     return 0
@@ -150,7 +156,7 @@ def _chain(args):
     run_dir = pathlib.Path(args.run_dir)
     mle_config = config_from_arguments(MLEConfig, args, args.quick)
     adversarial_config = AdversarialConfig.quick() if args.quick else AdversarialConfig()
-    train_and_evaluate(mle_config, args.data_dir, run_dir / "mle")
+    train_and_evaluate(mle_config, args.data_dir, run_dir / "mle", args.enriched_dir)
     return _run_adversarial_stage(adversarial_config, run_dir / "mle", run_dir / "gan", args.data_dir)
 
 

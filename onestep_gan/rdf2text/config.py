@@ -121,6 +121,10 @@ class MLEConfig(_Serialisable):
     # source grows by one token per triple (test: 64). Chosen on dev: slot errors 10.61% -> 9.01%,
     # wrong bindings 4.21% -> 3.00%, BLEU-2017 58.12 -> 57.70 (README, levers 14-15).
     predicate_placeholders: bool = True
+    # Train and dev references delexicalised also with the enriched WebNLG's gold entity
+    # mentions (`enriched.py`: misspelt, inflected and described entities become placeholders
+    # too); needs that corpus (`--enriched-dir` or $WEBNLG_ENRICHED_DIR). Decoding is unchanged.
+    gold_mentions: bool = False
     bucket_boundaries: tuple = DEFAULT_BUCKET_BOUNDARIES
     # Model
     model_dim: int = 128

@@ -33,7 +33,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from onestep_gan.rdf2text import averaging, checkpoints, datasets, evaluation, inference, runs
+from onestep_gan.rdf2text import averaging, checkpoints, datasets, enriched, evaluation, inference, runs
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -218,7 +218,7 @@ class SampleGenerationLogger(keras.callbacks.Callback):
                         epoch + 1, triples, text, entry.texts[0])
 
 
-def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
+def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_dir=None):
     """Trains on WebNLG train, selects the checkpoint by dev loss, decodes and scores dev and test.
 
     Args:
@@ -227,6 +227,8 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
             `webnlg.download_webnlg()` fetches.
         run_dir: output folder, created if missing. Rerunning on the folder of an interrupted
             run resumes training at the epoch where it stopped.
+        enriched_dir: the enriched WebNLG folder, read when `config.gold_mentions`; None:
+            `$WEBNLG_ENRICHED_DIR`.
 
     Returns:
         `{"dev": scores, "test": scores, "timing": {...}, "run_dir": str}`, where scores are
@@ -246,6 +248,9 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg"):
     train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed)
     dev_entries = runs.load_split("dev", data_dir, config.max_eval_entries, config.seed)
     test_entries = runs.load_split("test", data_dir, config.max_eval_entries, config.seed)
+    if config.gold_mentions:
+        train_entries = enriched.with_mentions(train_entries, enriched.load_mentions("train", enriched_dir))
+        dev_entries = enriched.with_mentions(dev_entries, enriched.load_mentions("dev", enriched_dir))
     preprocessor = TextPreprocessor.build(
         train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count,
         predicate_placeholders=config.predicate_placeholders,

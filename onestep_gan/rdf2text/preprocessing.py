@@ -194,7 +194,7 @@ def is_predicate_placeholder(token):
     return bool(_PREDICATE_PLACEHOLDER_PATTERN.match(token))
 
 
-def delexicalise(triples, text=None, predicate_placeholders=False):
+def delexicalise(triples, text=None, predicate_placeholders=False, mentions=()):
     """Linearises `triples` with placeholders and, if given, delexicalises `text`.
 
     Distinct subjects/objects (compared after `normalise_entity`) get placeholders `ENT_1`,
@@ -202,6 +202,12 @@ def delexicalise(triples, text=None, predicate_placeholders=False):
     found in the text. With `predicate_placeholders`, distinct predicates (compared by their
     `split_predicate` words) get `PRED_1`, `PRED_2`, ... too (module docstring), and the
     example's `predicate_map` holds their words.
+
+    `mentions` are known mentions of entities in this `text`, `(entity, surface)` pairs (the
+    entity as in the triples, e.g. from a gold alignment such as the enriched WebNLG's,
+    `enriched.py`): an entity not found by its own forms is also looked for by these surfaces,
+    with the fallbacks ("Carrol County, Maryland" for `Carroll_County,_Maryland`). Mentions of
+    entities not in the input are ignored.
 
     Example:
     >>> example = delexicalise([Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas")],
@@ -228,7 +234,12 @@ def delexicalise(triples, text=None, predicate_placeholders=False):
     predicate_map = {placeholder: words for words, placeholder in predicate_to_placeholder.items()}
     target_tokens = None
     if text is not None:
-        target_tokens = _delexicalise_text(tokenize(text), entity_map)
+        entity_to_placeholder_forms = {}
+        for entity, surface in mentions:
+            placeholder = entity_to_placeholder.get(normalise_entity(entity))
+            if placeholder is not None and surface.strip():
+                entity_to_placeholder_forms.setdefault(placeholder, []).append(surface)
+        target_tokens = _delexicalise_text(tokenize(text), entity_map, entity_to_placeholder_forms)
         if predicate_map:
             target_tokens = _delexicalise_predicates(target_tokens, predicate_map)
     return DelexicalisedExample(source_tokens, target_tokens, entity_map, predicate_map)
@@ -397,8 +408,9 @@ def _fallback_forms(entity):
     return [form for form in forms if form.strip()]
 
 
-def _delexicalise_text(tokens, entity_map):
-    """Replaces entity mentions in `tokens` by placeholders (two passes, longest forms first)."""
+def _delexicalise_text(tokens, entity_map, known_forms=None):
+    """Replaces entity mentions in `tokens` by placeholders (two passes, longest forms first);
+    `known_forms` (placeholder -> surfaces known to be in this text) join the second pass."""
     # Sub-token keys of the text, each with the index of its token.
     keys, key_token = [], []
     for index, token in enumerate(tokens):
@@ -416,7 +428,7 @@ def _delexicalise_text(tokens, entity_map):
         (placeholder, list(_form_keys(form)))
         for placeholder, entity in entity_map.items()
         if placeholder not in matched
-        for form in _fallback_forms(entity)
+        for form in (*(known_forms or {}).get(placeholder, ()), *_fallback_forms(entity))
     ]
     for placeholder, form in sorted(fallbacks, key=lambda pair: -len(pair[1])):
         if placeholder not in matched and _replace_form(

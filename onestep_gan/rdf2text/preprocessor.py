@@ -193,9 +193,10 @@ def _delexicalise(entries, for_training, predicate_placeholders=False):
     pairs = []
     for entry in entries:
         if for_training:
+            mentions = entry.mentions or ((),) * len(entry.texts)
             pairs.extend(
-                (entry, preprocessing.delexicalise(entry.triples, text, predicate_placeholders))
-                for text in entry.texts
+                (entry, preprocessing.delexicalise(entry.triples, text, predicate_placeholders, text_mentions))
+                for text, text_mentions in zip(entry.texts, mentions, strict=True)
             )
         else:
             pairs.append((entry, preprocessing.delexicalise(entry.triples, None, predicate_placeholders)))

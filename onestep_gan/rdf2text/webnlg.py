@@ -71,6 +71,8 @@ class WebNLGEntry:
         triples: the modified triples (`<mtriple>`), in file order.
         texts: all reference texts (`<lex>`), in file order.
         seen: test split only: whether the category occurs in train; `None` for train/dev.
+        mentions: known entity mentions of each text, `((entity, surface), ...)` per text in
+            `texts` order (`enriched.with_mentions`); `()` when none are known.
     """
 
     entry_id: str
@@ -79,6 +81,7 @@ class WebNLGEntry:
     triples: tuple
     texts: tuple
     seen: bool | None = None
+    mentions: tuple = ()
 
 
 def resolve_data_dir(data_dir=None):
