@@ -63,6 +63,17 @@ def test_root_other_than_benchmark_fails_naming_the_file_and_leaves_no_run(tmp_p
     assert not run_dir.exists()
 
 
+def test_gold_mentions_without_the_enriched_corpus_is_one_line_and_leaves_no_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("WEBNLG_ENRICHED_DIR", raising=False)
+    run_dir = tmp_path / "run"
+    argv = ["train", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(run_dir), "--gold-mentions"]
+    assert cli.main(argv) == 2
+    one_line_error(capsys, "--enriched-dir", "WEBNLG_ENRICHED_DIR")
+    assert cli.main([*argv, "--enriched-dir", str(tmp_path / "nowhere")]) == 2
+    one_line_error(capsys, str(tmp_path / "nowhere" / "train"), "NtriplesN/*.xml")
+    assert not run_dir.exists()
+
+
 def test_entry_size_must_match_its_triples(tmp_path):
     from onestep_gan.rdf2text.webnlg import parse_webnlg_xml
 

@@ -68,6 +68,21 @@ def test_delexicalise_exact_and_fallback_matches():
         "ENT_1", ",", "a", "ENT_4", ",", "was", "born", "in", "ENT_2", "on", "ENT_3", "."]
 
 
+def test_delexicalise_with_gold_mentions_finds_what_the_forms_miss():
+    triples = [Triple("Carroll_County,_Maryland", "country", "United_States"),
+               Triple("Carroll_County,_Maryland", "leaderName", "Edna_Kenny")]
+    text = "Carrol County, Maryland is in the US and led by Edna Kenny."
+    without = delexicalise(triples, text)
+    assert without.target_tokens == [
+        "Carrol", "County", ",", "Maryland", "is", "in", "the", "ENT_2", "and", "led", "by", "ENT_3", "."]
+    mentions = [("Carroll_County,_Maryland", "Carrol County, Maryland"), ("United_States", "the US"),  # a mention beats a shorter fallback ("US")
+                ("Edna_Kenny", "Edna"),  # the entity's own form is tried first: "Edna Kenny" stays whole
+                ("Ireland", "Maryland")]  # an entity outside the input is ignored
+    example = delexicalise(triples, text, mentions=mentions)
+    assert example.target_tokens == ["ENT_1", "is", "in", "ENT_2", "and", "led", "by", "ENT_3", "."]
+    assert example.source_tokens == without.source_tokens and example.entity_map == without.entity_map
+
+
 def test_delexicalise_without_text_and_repeated_entity():
     example = delexicalise([Triple("A", "p", "A")])
     assert example.target_tokens is None

@@ -2,7 +2,7 @@
 
 Data flows one way through the modules:
 
-    webnlg (corpus) -> preprocessor (entries <-> ids) -> datasets (tf.data)
+    webnlg (corpus; enriched: its gold mentions) -> preprocessor (entries <-> ids) -> datasets (tf.data)
     -> layers, backbone, transformer (G), discriminator (D) -> decoding, inference, sampling
     -> mle, adversarial (the jobs; config, runs) -> cli
 

@@ -22,6 +22,8 @@ dashes, punctuation tokens and periods inside words ("Suárez Madrid–Barajas" 
    before the first comma ("Abilene, Texas" -> "Abilene"), "X language" -> "X", "98.0" -> "98", and
    ISO dates written out ("1983-10-03" -> "3 October 1983", "October 3, 1983", "October 1983", "1983").
 On WebNLG 2017 this finds 90% of the (reference, entity) pairs in train, 92-93% in test.
+3. when given (`delexicalise(..., mentions=...)`), known mentions of an entity in this text, with
+   the fallbacks: the enriched WebNLG's gold alignments (`enriched.py`) take train to 97%.
 
 Predicate placeholders (opt-in). On the unseen test categories about half of the predicate
 words are not in the train vocabulary ("rotation period" -> "UNK period"), so the model cannot

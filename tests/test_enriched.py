@@ -1,0 +1,126 @@
+"""Gold mentions from the enriched WebNLG (`enriched.py`), on a hand-written two-entry corpus."""
+
+import pytest
+
+from onestep_gan.rdf2text import enriched
+from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from onestep_gan.rdf2text.webnlg import Triple, WebNLGEntry
+
+ENTRY = """<?xml version="1.0" ?>
+<benchmark>
+  <entries>
+    <entry category="Astronaut" eid="Id1" size="2">
+      <modifiedtripleset>
+        <mtriple>Elliot_See | birthPlace | Dallas</mtriple>
+        <mtriple>Elliot_See | nationality | United_States</mtriple>
+      </modifiedtripleset>
+      <lex comment="good" lid="Id1">
+        <references>
+          <reference entity="Elliot_See" number="1" tag="AGENT-1" type="name">Eliot See</reference>
+          <reference entity="Dallas" number="2" tag="PATIENT-1" type="name">Dallas</reference>
+          <reference entity="Elliot_See" number="3" tag="AGENT-1" type="pronoun">He</reference>
+          <reference entity="United_States" number="4" tag="PATIENT-2" type="description">the country</reference>
+        </references>
+        <text>Eliot See was born in  Dallas.
+          He was a national of the country.</text>
+        <template>AGENT-1 was born in PATIENT-1 . AGENT-1 was a national of PATIENT-2 .</template>
+      </lex>
+      <lex comment="good" lid="Id2">
+        <references>
+          <reference entity="United_States" number="1" tag="PATIENT-2" type="name">U.S. . Elliot See was born in Dallas</reference>
+          <reference entity="Dallas" number="2" tag="PATIENT-1" type="name">Dallas , in the state of Texas in the south</reference>
+          <reference entity="" number="3" tag="PATIENT-1" type="name">Dallas</reference>
+        </references>
+        <text>Elliot See was a U.S. national. Elliot See was born in Dallas, in the state of Texas in the south.</text>
+      </lex>
+    </entry>
+  </entries>
+</benchmark>
+"""
+
+
+@pytest.fixture
+def enriched_dir(tmp_path):
+    folder = tmp_path / "enriched"
+    (folder / "train" / "2triples").mkdir(parents=True)
+    (folder / "train" / "2triples" / "Astronaut.xml").write_text(ENTRY, encoding="utf-8")
+    return folder
+
+
+def test_load_mentions_keeps_names_and_descriptions_and_drops_pronouns_and_misalignments(enriched_dir):
+    mentions = enriched.load_mentions("train", enriched_dir)
+    assert mentions == {
+        "Eliot See was born in Dallas. He was a national of the country.": (
+            ("Elliot_See", "Eliot See"), ("Dallas", "Dallas"), ("United_States", "the country"),
+        ),
+        # A sentence end inside, 6 tokens more than "Dallas", no entity: all left out.
+        "Elliot See was a U.S. national. Elliot See was born in Dallas, in the state of Texas in the south.": (),
+    }
+
+
+def test_plausible_mentions():
+    assert enriched.is_plausible_mention("Ben_Urich", "the comic character Ben Urich")  # 3 tokens more
+    assert not enriched.is_plausible_mention("Ben_Urich", "the comic book character Ben Urich")  # 4
+    assert enriched.is_plausible_mention("Carroll_County,_Maryland", "Carrol County , Maryland")
+    assert not enriched.is_plausible_mention("President_of_the_United_States", "Paul Ryan . The leader is President")
+    assert not enriched.is_plausible_mention("Dallas", "Dallas , in the state of Texas")
+    assert not enriched.is_plausible_mention(None, "Dallas")
+    assert not enriched.is_plausible_mention("Dallas", "  ")
+
+
+def test_with_mentions_gives_each_reference_text_its_own(enriched_dir):
+    mentions = enriched.load_mentions("train", enriched_dir)
+    triples = (Triple("Elliot_See", "birthPlace", "Dallas"), Triple("Elliot_See", "nationality", "United_States"))
+    texts = ("Elliot See was a U.S. national. Elliot See was born in Dallas, in the state of Texas in the south.",
+             "A text the corpus does not hold.",
+             "Eliot See was born in Dallas. He was a national of the country.")
+    [entry] = enriched.with_mentions([WebNLGEntry("train/Id1", "Astronaut", 2, triples, texts)], mentions)
+    assert entry.mentions == (
+        (), (), (("Elliot_See", "Eliot See"), ("Dallas", "Dallas"), ("United_States", "the country")))
+    # The preprocessor delexicalises each training text with its own mentions.
+    preprocessor = TextPreprocessor.build([entry], max_source_length=32, max_target_length=32)
+    examples = preprocessor.encode_entries([entry], for_training=True)
+    targets = [preprocessor.vocabulary.decode(example.target_ids) for example in examples]
+    assert targets[2] == ["ENT_1", "was", "born", "in", "ENT_2", ".", "He", "was", "a", "national", "of", "ENT_3", "."]
+    assert targets[0][:5] == ["ENT_1", "was", "a", "ENT_3", "national"]  # the matcher's own alias
+
+
+def test_errors_name_what_is_missing_or_malformed(tmp_path, enriched_dir, monkeypatch):
+    monkeypatch.delenv(enriched.ENRICHED_DIR_VARIABLE, raising=False)
+    with pytest.raises(ValueError, match="--enriched-dir or set WEBNLG_ENRICHED_DIR"):
+        enriched.load_mentions("train")
+    monkeypatch.setenv(enriched.ENRICHED_DIR_VARIABLE, str(enriched_dir))
+    assert len(enriched.load_mentions("train")) == 2
+    with pytest.raises(ValueError, match=r"enriched/dev: expected the enriched WebNLG dev files as NtriplesN/\*\.xml"):
+        enriched.load_mentions("dev", enriched_dir)
+    bad = enriched_dir / "train" / "2triples" / "Bad.xml"
+    bad.write_text("<benchmark>\n<entries>\n<entry>\n</benchmark>\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"Bad\.xml: line 4: not well-formed XML"):
+        enriched.load_mentions("train", enriched_dir)
+
+
+def test_the_mle_job_trains_on_references_delexicalised_with_the_mentions(tmp_path, monkeypatch):
+    from onestep_gan.rdf2text import mle
+    from onestep_gan.rdf2text.config import MLEConfig
+    from tests.conftest import fixture_2017_dir
+
+    lex = ('<lex><references><reference entity="Abilene,_Texas" tag="PATIENT-1" type="name">Abilene</reference>'
+           "</references><text>Abilene Regional Airport serves Abilene, Texas.</text></lex>")
+    for split in ("train", "dev"):
+        (tmp_path / "enriched" / split / "1triples").mkdir(parents=True)
+        (tmp_path / "enriched" / split / "1triples" / "A.xml").write_text(
+            f"<benchmark><entries><entry>{lex}</entry></entries></benchmark>", encoding="utf-8")
+    seen = {}
+
+    def stop_after_data(train_entries, *args, **kwargs):
+        seen["train"] = train_entries
+        raise RuntimeError("stopped after reading the data")
+
+    monkeypatch.setattr(mle.TextPreprocessor, "build", stop_after_data)
+    config = MLEConfig.quick()
+    for gold_mentions in (False, True):
+        config.gold_mentions = gold_mentions
+        with pytest.raises(RuntimeError, match="stopped after reading the data"):
+            mle.train_and_evaluate(config, fixture_2017_dir(), tmp_path / "run", tmp_path / "enriched")
+        [abilene] = [entry for entry in seen["train"] if entry.texts and entry.texts[0].startswith("Abilene Regional")]
+        assert abilene.mentions == (((("Abilene,_Texas", "Abilene"),), ()) if gold_mentions else ())
