@@ -55,7 +55,7 @@ def main(argv=None):
             parser.error("--mle-run-dir is required without --quick (run examples/webnlg.py first)")
         mle_run_dir = os.path.join(args.run_dir, "mle")
         mle.train_and_evaluate(MLEConfig.quick(), args.data_dir, mle_run_dir)
-    adversarial.train_adversarial(config, mle_run_dir, args.run_dir, args.data_dir)
+    adversarial.train_adversarial(config, mle_run_dir, args.run_dir, args.data_dir, args.enriched_dir)
 
 
 if __name__ == "__main__":

@@ -124,3 +124,33 @@ def test_the_mle_job_trains_on_references_delexicalised_with_the_mentions(tmp_pa
             mle.train_and_evaluate(config, fixture_2017_dir(), tmp_path / "run", tmp_path / "enriched")
         [abilene] = [entry for entry in seen["train"] if entry.texts and entry.texts[0].startswith("Abilene Regional")]
         assert abilene.mentions == (((("Abilene,_Texas", "Abilene"),), ()) if gold_mentions else ())
+
+
+def test_the_adversarial_stage_delexicalises_train_and_dev_as_its_mle_run_did(tmp_path, monkeypatch):
+    import pathlib
+    import types
+
+    from onestep_gan.rdf2text import adversarial, runs
+    from onestep_gan.rdf2text.config import AdversarialConfig, MLEConfig
+
+    calls = []
+
+    def record(split, *args, **kwargs):
+        calls.append((split, kwargs.get("gold_mentions", False), kwargs.get("enriched_dir")))
+        if split == "test":
+            raise RuntimeError("stopped after reading the data")
+        return []
+
+    def write(path):
+        pathlib.Path(path).write_text("{}")
+
+    for gold_mentions in (False, True):
+        mle_config = MLEConfig(gold_mentions=gold_mentions)
+        monkeypatch.setattr(runs, "load_run", lambda run_dir, config=mle_config: (
+            types.SimpleNamespace(max_target_length=99),
+            types.SimpleNamespace(vocabulary=types.SimpleNamespace(save=write)), config))
+        monkeypatch.setattr(runs, "load_split", record)
+        calls.clear()
+        with pytest.raises(RuntimeError, match="stopped after reading the data"):
+            adversarial.train_adversarial(AdversarialConfig.quick(), tmp_path / "mle", tmp_path / "gan", None, "ENR")
+        assert calls == [("train", gold_mentions, "ENR"), ("dev", gold_mentions, "ENR"), ("test", False, None)]

@@ -330,7 +330,7 @@ def load_gan_parts(run_dir):
     return transformer, discriminator
 
 
-def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
+def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=None):
     """Runs D pretraining and adversarial fine-tuning from an MLE run, then scores both.
 
     Args:
@@ -340,6 +340,9 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
             the MLE run's `config.json` and `vocabulary.json`, so `runs.load_run` (and the CLI's
             `generate` / `evaluate`) read it like an MLE run.
         data_dir: the WebNLG folder; None: `$WEBNLG_DIR`, else the corpus `webnlg.download_webnlg()` fetches.
+        enriched_dir: the enriched WebNLG folder, read if the MLE run was trained with
+            `gold_mentions` (its train and dev texts are delexicalised the same way here); None:
+            `$WEBNLG_ENRICHED_DIR`.
 
     Returns `{"mle": test scores, "adversarial": test scores, "discriminator": accuracies,
     "timing": {...}}`.
@@ -359,9 +362,10 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None):
     checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, mle_config.save)
     checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
 
-    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed)
+    mentions = {"gold_mentions": mle_config.gold_mentions, "enriched_dir": enriched_dir}
+    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed, **mentions)
     # The same dev/test entries and decoding settings as the MLE run, so scores compare.
-    dev_entries = runs.load_split("dev", data_dir, mle_config.max_eval_entries, mle_config.seed)
+    dev_entries = runs.load_split("dev", data_dir, mle_config.max_eval_entries, mle_config.seed, **mentions)
     test_entries = runs.load_split("test", data_dir, mle_config.max_eval_entries, mle_config.seed)
     aligner = runs.load_aligner(mle_run_dir) or SlotAligner.from_entries(
         runs.load_split("train", data_dir)

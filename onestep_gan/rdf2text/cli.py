@@ -40,14 +40,18 @@ TRIPLE_PART_SEPARATOR = " | "
 _DATA_DIR_DEFAULT = "(default: $WEBNLG_DIR, else the pinned corpus, downloaded once into the Keras cache)"
 
 
+def add_enriched_dir_argument(parser):
+    parser.add_argument(
+        "--enriched-dir", default=None,
+        help="enriched WebNLG folder, read when the MLE run has gold_mentions (default: $WEBNLG_ENRICHED_DIR)",
+    )
+
+
 def add_train_arguments(parser):
     """Arguments of `train` (shared with examples/webnlg.py)."""
     parser.add_argument("--run-dir", default="runs/webnlg_mle", help="output folder (default: %(default)s)")
     parser.add_argument("--data-dir", default=None, help=f"WebNLG 2017 folder with train/dev/test {_DATA_DIR_DEFAULT}")
-    parser.add_argument(
-        "--enriched-dir", default=None,
-        help="enriched WebNLG folder, read with --gold-mentions (default: $WEBNLG_ENRICHED_DIR)",
-    )
+    add_enriched_dir_argument(parser)
     parser.add_argument("--quick", action="store_true", help="MLEConfig.quick(): tiny sample and model, 3 epochs")
     add_config_arguments(parser.add_argument_group("MLEConfig fields"), MLEConfig)
 
@@ -57,6 +61,7 @@ def add_adversarial_arguments(parser):
     parser.add_argument("--mle-run-dir", help="a finished MLE run folder")
     parser.add_argument("--run-dir", default="runs/webnlg_gan", help="output folder (default: %(default)s)")
     parser.add_argument("--data-dir", default=None, help=f"WebNLG 2017 folder {_DATA_DIR_DEFAULT}")
+    add_enriched_dir_argument(parser)
     parser.add_argument("--quick", action="store_true", help="AdversarialConfig.quick(): tiny data, models, steps")
     add_config_arguments(parser.add_argument_group("AdversarialConfig fields"), AdversarialConfig)
 
@@ -147,7 +152,7 @@ def _adversarial(args):
     if args.mle_run_dir is None:
         raise ValueError("`adversarial` needs --mle-run-dir, a finished `onestep-gan train` run folder.")
     config = config_from_arguments(AdversarialConfig, args, args.quick)
-    return _run_adversarial_stage(config, args.mle_run_dir, args.run_dir, args.data_dir)
+    return _run_adversarial_stage(config, args.mle_run_dir, args.run_dir, args.data_dir, args.enriched_dir)
 
 
 def _chain(args):
@@ -157,14 +162,16 @@ def _chain(args):
     mle_config = config_from_arguments(MLEConfig, args, args.quick)
     adversarial_config = AdversarialConfig.quick() if args.quick else AdversarialConfig()
     train_and_evaluate(mle_config, args.data_dir, run_dir / "mle", args.enriched_dir)
-    return _run_adversarial_stage(adversarial_config, run_dir / "mle", run_dir / "gan", args.data_dir)
+    return _run_adversarial_stage(
+        adversarial_config, run_dir / "mle", run_dir / "gan", args.data_dir, args.enriched_dir
+    )
 
 
-def _run_adversarial_stage(config, mle_run_dir, run_dir, data_dir):
+def _run_adversarial_stage(config, mle_run_dir, run_dir, data_dir, enriched_dir):
     """What `adversarial` and `chain` share: the stage, then its MLE vs MLE+GAN comparison printed."""
     from onestep_gan.rdf2text.adversarial import train_adversarial
 
-    train_adversarial(config, mle_run_dir, run_dir, data_dir)
+    train_adversarial(config, mle_run_dir, run_dir, data_dir, enriched_dir)
     print((pathlib.Path(run_dir) / "comparison.md").read_text(encoding="utf-8"))
     return 0
 

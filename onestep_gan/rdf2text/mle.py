@@ -33,7 +33,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from onestep_gan.rdf2text import averaging, checkpoints, datasets, enriched, evaluation, inference, runs
+from onestep_gan.rdf2text import averaging, checkpoints, datasets, evaluation, inference, runs
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -245,12 +245,10 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
 
     # 1. Data: vocabulary from train only; one training example per reference text. Read
     #    before anything is written, so that bad data leaves no half-made run folder.
-    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed)
-    dev_entries = runs.load_split("dev", data_dir, config.max_eval_entries, config.seed)
+    mentions = {"gold_mentions": config.gold_mentions, "enriched_dir": enriched_dir}
+    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed, **mentions)
+    dev_entries = runs.load_split("dev", data_dir, config.max_eval_entries, config.seed, **mentions)
     test_entries = runs.load_split("test", data_dir, config.max_eval_entries, config.seed)
-    if config.gold_mentions:
-        train_entries = enriched.with_mentions(train_entries, enriched.load_mentions("train", enriched_dir))
-        dev_entries = enriched.with_mentions(dev_entries, enriched.load_mentions("dev", enriched_dir))
     preprocessor = TextPreprocessor.build(
         train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count,
         predicate_placeholders=config.predicate_placeholders,

@@ -25,7 +25,7 @@ import pathlib
 import random
 import zipfile
 
-from onestep_gan.rdf2text import evaluation, webnlg
+from onestep_gan.rdf2text import enriched, evaluation, webnlg
 from onestep_gan.rdf2text.checkpoints import atomic_write
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.faithfulness import SlotAligner
@@ -56,9 +56,13 @@ def sample_entries(entries, limit, seed):
     return [entries[index] for index in chosen]
 
 
-def load_split(split, data_dir=None, limit=None, seed=0):
-    """WebNLG `split` entries (`webnlg.load_webnlg`), sampled by `sample_entries`."""
+def load_split(split, data_dir=None, limit=None, seed=0, gold_mentions=False, enriched_dir=None):
+    """WebNLG `split` entries (`webnlg.load_webnlg`), sampled by `sample_entries`; with
+    `gold_mentions`, their texts' mentions from the enriched corpus in `enriched_dir`
+    (`enriched.with_mentions`; None: `$WEBNLG_ENRICHED_DIR`)."""
     entries = sample_entries(webnlg.load_webnlg(split, data_dir), limit, seed)
+    if gold_mentions:
+        entries = enriched.with_mentions(entries, enriched.load_mentions(split, enriched_dir))
     logger.info("Loaded %d %s entries", len(entries), split)
     return entries
 
