@@ -2,8 +2,8 @@
 
 The enriched WebNLG (Castro Ferreira, Moussallem, Krahmer, Wubben: "Enriching the WebNLG
 corpus", INLG 2018; v1.6, `data/v1.6/en` of github.com/ThiagoCF05/webnlg) holds the same
-entries as WebNLG 2017, and each reference text's entity mentions, aligned by hand-checked
-rules: `<reference entity="Tirstrup" tag="BRIDGE-1" type="name">Tirstrup</reference>`.
+entries as WebNLG 2017, with each reference text's entity mentions aligned to the entities:
+`<reference entity="Tirstrup" tag="BRIDGE-1" type="name">Tirstrup</reference>`.
 
 The delexicaliser (`preprocessing.delexicalise`) finds an entity in a reference by its own
 forms and a few fallbacks; it misses misspellings, inflections and descriptions ("Carrol
@@ -36,7 +36,7 @@ ENRICHED_DIR_VARIABLE = "WEBNLG_ENRICHED_DIR"
 MENTION_TYPES = ("name", "description", "demonstrative")
 # A mention more than this many tokens longer than its entity's own words is an alignment
 # error ("Paul Ryan . The leader of the United States is President" for
-# `President_of_the_United_States`), kept out; up to 3: "the 17th of October 1933".
+# `President_of_the_United_States`), kept out; up to 3: "the comic character Ben Urich".
 MAX_EXTRA_TOKENS = 3
 
 
