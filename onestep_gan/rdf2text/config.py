@@ -106,7 +106,7 @@ class MLEConfig(_Serialisable):
     SAVED_BEFORE_FIELD = {
         "epoch_seeded_shuffle": False, "predicate_placeholders": False, "average_checkpoints": 1,
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
-        "rerank_discriminator_weight": 0.0,
+        "rerank_discriminator_weight": 0.0, "gold_mentions": False,
     }
 
     seed: int = 1234
@@ -124,7 +124,9 @@ class MLEConfig(_Serialisable):
     # Train and dev references delexicalised also with the enriched WebNLG's gold entity
     # mentions (`enriched.py`: misspelt, inflected and described entities become placeholders
     # too); needs that corpus (`--enriched-dir` or $WEBNLG_ENRICHED_DIR). Decoding is unchanged.
-    gold_mentions: bool = False
+    # Chosen on dev: slot errors 4.96% -> 3.32%, coverage 95.10% -> 97.32%, BLEU-2017 59.61 ->
+    # 59.38 (README, lever 29).
+    gold_mentions: bool = True
     bucket_boundaries: tuple = DEFAULT_BUCKET_BOUNDARIES
     # Model
     model_dim: int = 128

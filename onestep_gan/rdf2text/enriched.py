@@ -51,7 +51,9 @@ def resolve_enriched_dir(enriched_dir=None):
     enriched_dir = enriched_dir or os.environ.get(ENRICHED_DIR_VARIABLE)
     if not enriched_dir:
         raise ValueError(
-            f"Gold mentions need the enriched WebNLG folder: pass --enriched-dir or set {ENRICHED_DIR_VARIABLE}."
+            "Gold mentions (MLEConfig.gold_mentions, on by default) need the enriched WebNLG folder "
+            f"(github.com/ThiagoCF05/webnlg, data/v1.6/en): pass --enriched-dir, set {ENRICHED_DIR_VARIABLE}, "
+            "or train without them (--no-gold-mentions)."
         )
     return pathlib.Path(enriched_dir).expanduser()
 
