@@ -3,9 +3,10 @@ Title: RDF-to-text on WebNLG 2017 with a Transformer trained by maximum likeliho
 Description: Delexicalise WebNLG triples, train an encoder-decoder Transformer with plain
     `compile` + `fit`, pick the checkpoint by dev loss, decode dev/test with beam search and
     score BLEU / chrF++ on the seen and unseen categories.
-Expected run time on 2 quiet CPU cores: `--quick` about a minute; the defaults about 31 minutes
-    (an 80-epoch schedule that early stopping ends near epoch 46, 29 min, then beam 12 with reranking
-    over 872 dev + 1862 test entries, 1.1 min); each run's `timing.json` has the real figures.
+Expected run time on 2 quiet CPU cores: `--quick` about a minute; the defaults 31 to 66 minutes
+    by machine (an 80-epoch schedule that early stopping ends near epoch 46, 29 to 62 min, then beam
+    12 with reranking over 872 dev + 1862 test entries, 1 to 3 min); each run's `timing.json` has
+    the real figures.
     `--epochs N` sets the schedule's length (the learning-rate schedule stretches to N epochs).
 
 ## Introduction
@@ -16,9 +17,14 @@ the model learns to copy placeholders (by a pointer over the source positions th
 and entities of the 5 categories unseen in training come back after decoding (relexicalisation). This MLE model is the starting point that the
 GAN fine-tuning of `onestep_gan` builds on.
 
-Run (corpus in `--data-dir` or $WEBNLG_DIR, else downloaded once, pinned and verified, into the Keras cache):
+Train and dev references are delexicalised also with the enriched WebNLG's gold entity mentions
+(`MLEConfig.gold_mentions`, on by default; `--no-gold-mentions` trains without them).
 
-    python examples/webnlg.py --quick --run-dir runs/webnlg_quick
+Run (corpus in `--data-dir` or $WEBNLG_DIR, else downloaded once, pinned and verified, into the Keras
+cache; the enriched WebNLG, github.com/ThiagoCF05/webnlg `data/v1.6/en`, in `--enriched-dir` or
+$WEBNLG_ENRICHED_DIR):
+
+    python examples/webnlg.py --quick --run-dir runs/webnlg_quick --enriched-dir ../shared/webnlg/enriched
     nice -n 5 python examples/webnlg.py --run-dir runs/webnlg_mle > runs/webnlg_mle.log 2>&1 &
 
 Rerunning an interrupted run with the same `--run-dir` resumes training where it stopped

@@ -1,6 +1,6 @@
 """Command line: `onestep-gan train|adversarial|generate|evaluate` (also `python -m onestep_gan`).
 
-    onestep-gan train --run-dir runs/webnlg_mle [--quick] [--epochs N] [--data-dir DIR]
+    onestep-gan train --run-dir runs/webnlg_mle [--quick] [--epochs N] [--data-dir DIR] [--enriched-dir DIR]
     onestep-gan adversarial --mle-run-dir runs/webnlg_mle --run-dir runs/webnlg_gan
     onestep-gan chain --run-dir runs/webnlg      # both: runs/webnlg/mle, then runs/webnlg/gan
     onestep-gan decode --run-dir runs/webnlg_mle --beam-width 16   # dev/test again, other decoding
