@@ -90,7 +90,7 @@ def load_mentions(split, enriched_dir=None):
             if not text or not text.strip():
                 continue
             found = tuple(
-                (reference.get("entity"), " ".join((reference.text or "").split()))
+                (reference.get("entity"), text_key(reference.text or ""))
                 for reference in lex.iter("reference")
                 if reference.get("type") in MENTION_TYPES
                 and is_plausible_mention(reference.get("entity"), reference.text)
@@ -117,8 +117,9 @@ def with_mentions(entries, mentions):
     text the enriched corpus does not hold). Logs how many texts were found."""
     result, found, total = [], 0, 0
     for entry in entries:
-        per_text = tuple(mentions.get(text_key(text), ()) for text in entry.texts)
-        found += sum(text_key(text) in mentions for text in entry.texts)
+        keys = [text_key(text) for text in entry.texts]
+        per_text = tuple(mentions.get(key, ()) for key in keys)
+        found += sum(key in mentions for key in keys)
         total += len(entry.texts)
         result.append(dataclasses.replace(entry, mentions=per_text))
     logger.info("Gold mentions for %d of %d reference texts", found, total)

@@ -236,12 +236,12 @@ def delexicalise(triples, text=None, predicate_placeholders=False, mentions=()):
     predicate_map = {placeholder: words for words, placeholder in predicate_to_placeholder.items()}
     target_tokens = None
     if text is not None:
-        entity_to_placeholder_forms = {}
+        known_forms = {}  # placeholder -> the mentions' surfaces (a blank one matches nothing)
         for entity, surface in mentions:
             placeholder = entity_to_placeholder.get(normalise_entity(entity))
-            if placeholder is not None and surface.strip():
-                entity_to_placeholder_forms.setdefault(placeholder, []).append(surface)
-        target_tokens = _delexicalise_text(tokenize(text), entity_map, entity_to_placeholder_forms)
+            if placeholder is not None:
+                known_forms.setdefault(placeholder, []).append(surface)
+        target_tokens = _delexicalise_text(tokenize(text), entity_map, known_forms)
         if predicate_map:
             target_tokens = _delexicalise_predicates(target_tokens, predicate_map)
     return DelexicalisedExample(source_tokens, target_tokens, entity_map, predicate_map)
