@@ -9,7 +9,7 @@ alone), so the control skips D's sample-free pretraining (`--corruption-pretrain
 test and dev scores beside the MLE run's, D's held-out accuracy per negative type, and wall times.
 
     python examples/webnlg_seed_study.py --mle-run-dir runs/mle --study-dir runs/seed_study \\
-        --data-dir ../shared/webnlg/2017 [--seeds 1234 2 3] [--table-only]
+        --data-dir ../shared/webnlg/2017 --enriched-dir ../shared/webnlg/enriched [--seeds 1234 2 3] [--table-only]
 
 A stage takes about 11 minutes on 2 quiet CPU cores at the default sizes (the control about 6).
 """
@@ -95,6 +95,10 @@ def main(argv=None):
     parser.add_argument("--mle-run-dir", required=True, help="a finished `onestep-gan train` run")
     parser.add_argument("--study-dir", required=True)
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
+    parser.add_argument(
+        "--enriched-dir", default=None,
+        help="the enriched WebNLG, for the gold mentions of an MLE run trained with them (default: $WEBNLG_ENRICHED_DIR)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1234, 2, 3])
     parser.add_argument("--table-only", action="store_true", help="print the tables of finished stages")
     args = parser.parse_args(argv)
@@ -113,6 +117,8 @@ def main(argv=None):
                     command += ["--corruption-pretrain-steps", "0"]
                 if args.data_dir:
                     command += ["--data-dir", args.data_dir]
+                if args.enriched_dir:
+                    command += ["--enriched-dir", args.enriched_dir]
                 print("running:", " ".join(command), flush=True)
                 with open(run_dir / "stdout.log", "a", encoding="utf-8") as log:
                     subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
