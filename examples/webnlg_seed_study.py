@@ -11,7 +11,8 @@ test and dev scores beside the MLE run's, D's held-out accuracy per negative typ
     python examples/webnlg_seed_study.py --mle-run-dir runs/mle --study-dir runs/seed_study \\
         --data-dir ../shared/webnlg/2017 --enriched-dir ../shared/webnlg/enriched [--seeds 1234 2 3] [--table-only]
 
-A stage takes about 11 minutes on 2 quiet CPU cores at the default sizes (the control about 6).
+A stage takes 12-15 minutes at the default sizes (the control about 7) on a quiet 2-core machine of the
+faster kind the README's timings name, about 40 on the slower kind.
 """
 
 import argparse
