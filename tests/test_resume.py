@@ -209,6 +209,33 @@ def test_backup_restores_extra_state_and_skips_saves_while_told(tmp_path):
     assert restored.extra == {"accuracy": {"real_accuracy": 0.5}}
 
 
+def test_a_resumed_fit_draws_the_dropout_masks_of_the_uninterrupted_one(tmp_path):
+    """A Dropout layer without a seed (as in the transformer) on every backend: epoch 2 resumed from
+    the backup in a model built afresh after the seed is set again (what a new process of the job
+    does) ends with the weights of the uninterrupted fit. On PyTorch the masks come from torch's
+    global generator, whose state the backup holds; without it the resumed epoch redraws epoch 1's."""
+    from onestep_gan.rdf2text import checkpoints
+
+    def fresh_model():
+        keras.utils.set_random_seed(7)
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dropout(0.5),
+                                  keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+        return model
+
+    x = np.random.default_rng(0).normal(size=(32, 8)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+    fit = dict(batch_size=8, shuffle=False, verbose=0)
+    uninterrupted = fresh_model()
+    uninterrupted.fit(x, y, epochs=2, **fit)
+    fresh_model().fit(x, y, epochs=1, callbacks=[checkpoints.TrainingBackup(tmp_path / "backup")], **fit)
+    resumed, backup = fresh_model(), checkpoints.TrainingBackup(tmp_path / "backup")
+    assert backup.restore(resumed) == 1
+    resumed.fit(x, y, epochs=2, initial_epoch=1, callbacks=[backup], **fit)
+    for got, expected in zip(resumed.get_weights(), uninterrupted.get_weights()):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_backup_counts_the_training_seconds_of_every_process_of_the_run(tmp_path, monkeypatch):
     """`train_seconds`: the time in `fit` over the processes of a run (a fake clock, 10 s an epoch),
     so that a resumed job reports its whole training time, not only its last process's."""

@@ -7,7 +7,9 @@
 - `TrainingBackup`: an epoch-granular replacement for `keras.callbacks.BackupAndRestore` that
   makes the resumed run *the same run* (the MLE job and the adversarial stage). At the end of every epoch it writes one file,
   `backup/training_state.npz`, holding every model variable (the seed-generator states of
-  the Dropout layers included, which `save_weights` leaves out), every optimizer variable
+  the Dropout layers included, which `save_weights` leaves out), the backend's global random state
+  where the backend draws from one (PyTorch: a Dropout layer without a seed draws its masks from
+  `torch`'s generator, not from a seed generator), every optimizer variable
   (step counter, moments), the state of the callbacks that carry state across epochs
   (`ModelCheckpoint.best`; `EarlyStopping.wait/best/best_epoch`), the logs of every epoch so far,
   whether training finished, the seconds spent in `fit` so far (over every process of the run),
@@ -37,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = "training_state.npz"
 _clock = time.perf_counter  # the training clock (a test sets a fake one)
+_RANDOM_STATE = "__random_state__"  # prefix of the backend's global random states, beside the variables
 _STATE_VERSION = 1
 # Callback attributes that carry state from one epoch to the next (all plain numbers).
 _CALLBACK_STATE = {
@@ -147,6 +150,7 @@ class TrainingBackup(keras.callbacks.Callback):
         self._seconds_before = 0.0
         self._fit_start = None
         self._callback_state = None
+        self._random_states = {}
         for callback in self.tracked_callbacks:
             if getattr(callback, "restore_best_weights", False):
                 raise ValueError("TrainingBackup does not back up EarlyStopping(restore_best_weights=True).")
@@ -198,6 +202,8 @@ class TrainingBackup(keras.callbacks.Callback):
                 f"The training backup {self.path} belongs to a run with other settings (differing: "
                 f"{changed}). Rerun with the settings of {self.backup_dir.parent} or use a new run folder."
             )
+        # The backend's global random states (none in a backup of an earlier release).
+        random_states = {name: arrays.pop(name) for name in list(arrays) if name.startswith(_RANDOM_STATE)}
         variables = self._variables(model)
         if len(variables) != len(arrays):
             raise ValueError(
@@ -213,6 +219,8 @@ class TrainingBackup(keras.callbacks.Callback):
                     "to restart training from epoch 1."
                 )
             variable.assign(value)
+        # Set in `on_train_begin`, after `fit`'s own set-up (which may draw from the generators).
+        self._random_states = random_states
         self.epoch_logs = state["epoch_logs"]
         self.finished = state["finished"]
         self.extra = state.get("extra", {})
@@ -242,6 +250,7 @@ class TrainingBackup(keras.callbacks.Callback):
             ],
         }
         arrays["__state__"] = np.array(json.dumps(state))
+        arrays.update(_global_random_states())
         buffer = io.BytesIO()
         np.savez(buffer, **arrays)
         self.backup_dir.mkdir(parents=True, exist_ok=True)
@@ -266,6 +275,8 @@ class TrainingBackup(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self._fit_start = _clock()
         remove_partial_files(self.backup_dir)
+        _set_global_random_states(self._random_states)
+        self._random_states = {}  # once: a later `fit` of the same process continues the stream
         if self._callback_state is not None:
             for callback, values in zip(self.tracked_callbacks, self._callback_state):
                 for name, value in values.items():
@@ -288,3 +299,31 @@ class TrainingBackup(keras.callbacks.Callback):
         remove_partial_files(self.backup_dir)
         if self.backup_dir.is_dir() and not any(self.backup_dir.iterdir()):
             self.backup_dir.rmdir()
+
+
+def _global_random_states():
+    """The states of the random generators the backend draws from outside Keras' seed generators,
+    by name, as numpy arrays; none on TensorFlow and JAX, which draw every random number of a
+    Keras layer from a `SeedGenerator` variable (the backup holds those already). On PyTorch: the
+    CPU generator and each CUDA device's."""
+    if keras.backend.backend() != "torch":
+        return {}
+    import torch
+
+    states = {"torch_cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        states.update({f"torch_cuda{index}": state for index, state in enumerate(torch.cuda.get_rng_state_all())})
+    return {f"{_RANDOM_STATE}{name}": state.numpy() for name, state in states.items()}
+
+
+def _set_global_random_states(states):
+    if keras.backend.backend() != "torch" or not states:
+        return
+    import torch
+
+    for key, state in states.items():
+        name, state = key[len(_RANDOM_STATE):], torch.from_numpy(np.asarray(state, dtype=np.uint8))
+        if name == "torch_cpu":
+            torch.set_rng_state(state)
+        elif torch.cuda.is_available() and int(name[len("torch_cuda"):]) < torch.cuda.device_count():
+            torch.cuda.set_rng_state(state, device=int(name[len("torch_cuda"):]))
