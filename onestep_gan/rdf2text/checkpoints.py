@@ -305,15 +305,15 @@ def _global_random_states():
     """The states of the random generators the backend draws from outside Keras' seed generators,
     by name, as numpy arrays; none on TensorFlow and JAX, which draw every random number of a
     Keras layer from a `SeedGenerator` variable (the backup holds those already). On PyTorch: the
-    CPU generator and each CUDA device's."""
+    CPU generator's, and the CUDA devices' (one row each)."""
     if keras.backend.backend() != "torch":
         return {}
     import torch
 
-    states = {"torch_cpu": torch.get_rng_state()}
+    states = {_RANDOM_STATE + "torch_cpu": torch.get_rng_state().numpy()}
     if torch.cuda.is_available():
-        states.update({f"torch_cuda{index}": state for index, state in enumerate(torch.cuda.get_rng_state_all())})
-    return {f"{_RANDOM_STATE}{name}": state.numpy() for name, state in states.items()}
+        states[_RANDOM_STATE + "torch_cuda"] = np.stack([state.numpy() for state in torch.cuda.get_rng_state_all()])
+    return states
 
 
 def _set_global_random_states(states):
@@ -321,9 +321,7 @@ def _set_global_random_states(states):
         return
     import torch
 
-    for key, state in states.items():
-        name, state = key[len(_RANDOM_STATE):], torch.from_numpy(np.asarray(state, dtype=np.uint8))
-        if name == "torch_cpu":
-            torch.set_rng_state(state)
-        elif torch.cuda.is_available() and int(name[len("torch_cuda"):]) < torch.cuda.device_count():
-            torch.cuda.set_rng_state(state, device=int(name[len("torch_cuda"):]))
+    torch.set_rng_state(torch.from_numpy(np.array(states[_RANDOM_STATE + "torch_cpu"])))
+    cuda = states.get(_RANDOM_STATE + "torch_cuda")
+    if cuda is not None and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all([torch.from_numpy(np.array(state)) for state in cuda])
