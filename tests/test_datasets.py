@@ -145,3 +145,49 @@ def test_adversarial_epochs_depend_on_seed_and_epoch_only():
     assert sorted(sum(full[0], [])[:5]) == [20, 21, 22, 23, 24]  # a pass is a permutation
     with pytest.raises(ValueError, match="steps_per_epoch"):
         datasets.make_adversarial_dataset(examples, 2, 3, 2, pad_id=PAD, eos_id=EOS, epochs=2)
+
+
+def _epoch_sources(examples, word_dropout, initial_epoch=0, epochs=3, seed=5):
+    dataset = datasets.make_training_dataset(
+        examples, batch_size=len(examples), seed=seed, bucket_boundaries=(100,), **SPECIAL_IDS,
+        epochs=epochs, initial_epoch=initial_epoch, word_dropout=word_dropout,
+    )
+    # One batch per epoch; rows sorted by their unmaskable first id, which names the example.
+    return [sorted(map(tuple, np.asarray(inputs["source"]).tolist())) for inputs, _ in dataset]
+
+
+def test_word_dropout_replaces_only_maskable_positions_anew_each_epoch():
+    UNK = Vocabulary.UNK
+    examples = [EncodedExample(f"e{i}", (100 + i, 7, 8, 9, 10, 11), (20,), {}) for i in range(40)]
+    maskable = ((False, True, True, False, True, True),) * 40
+    dropout = datasets.WordDropout(0.5, maskable, UNK)
+    epochs = _epoch_sources(examples, dropout)
+    for sources in epochs:
+        rows = np.asarray(sources)
+        np.testing.assert_array_equal(rows[:, 0], np.arange(100, 140))  # never maskable
+        np.testing.assert_array_equal(rows[:, 3], 9)
+        for column, word in ((1, 7), (2, 8), (4, 10), (5, 11)):
+            assert set(rows[:, column].tolist()) <= {word, UNK}
+        dropped = np.mean(rows[:, [1, 2, 4, 5]] == UNK)
+        assert 0.35 < dropped < 0.65  # 160 draws at rate 0.5
+    assert epochs[0] != epochs[1]  # drawn anew each epoch
+    # Stateless: a run resumed at epoch 2 draws epoch 2's masks; another seed draws others.
+    assert _epoch_sources(examples, dropout, initial_epoch=2) == epochs[2:]
+    assert _epoch_sources(examples, dropout, seed=6) != epochs
+    # Rate 0 leaves every source as it is.
+    unchanged = _epoch_sources(examples, datasets.WordDropout(0.0, maskable, UNK), epochs=1)
+    assert unchanged == [sorted(example.source_ids for example in examples)]
+
+
+def test_word_dropout_rejects_bad_settings():
+    examples = [EncodedExample("e0", (4, 5), (6,), {})]
+    with pytest.raises(ValueError, match=r"rate in \[0, 1\)"):
+        datasets.WordDropout(1.0, ((True, True),), Vocabulary.UNK)
+    with pytest.raises(ValueError, match="needs `epochs`"):
+        datasets.make_training_dataset(
+            examples, 2, word_dropout=datasets.WordDropout(0.1, ((True, True),), 1), **SPECIAL_IDS
+        )
+    with pytest.raises(ValueError, match="one maskable flag per source position"):
+        datasets.make_training_dataset(
+            examples, 2, epochs=1, word_dropout=datasets.WordDropout(0.1, ((True,),), 1), **SPECIAL_IDS
+        )

@@ -112,6 +112,10 @@ def test_config_round_trip_and_validation(tmp_path):
         MLEConfig.from_dict({"epochz": 3})
     with pytest.raises(ValueError, match="rerank_discriminator_weight"):
         MLEConfig(rerank_discriminator_weight=-1.0)
+    with pytest.raises(ValueError, match=r"predicate_word_dropout` must be in \[0, 1\)"):
+        MLEConfig(predicate_word_dropout=1.0)
+    with pytest.raises(ValueError, match="needs epoch_seeded_shuffle=True"):
+        MLEConfig(predicate_word_dropout=0.1, epoch_seeded_shuffle=False)
 
 
 def test_the_mle_job_refuses_a_discriminator_weight_before_writing_anything(tmp_path):
@@ -216,6 +220,22 @@ def test_a_run_with_predicate_placeholders_trains_copies_them_and_generates_with
     assert set(output_ids[0].tolist()) & predicate_ids <= set(example.source_ids) & predicate_ids
     (text,) = inference.generate_texts(model, preprocessor, [triples], method="greedy")
     assert isinstance(text, str) and "PRED_" not in text
+
+
+@same_seed_rerun_in_one_process
+def test_predicate_word_dropout_reaches_training_and_nothing_else(tiny_run, tmp_path):
+    """The same seed with the dropout on trains other weights (the sources fed to `fit` differ);
+    where a rerun of the same seed gives the same weights (JAX, PyTorch), so the test can fail."""
+    run_dir, _ = tiny_run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        mle.train_and_evaluate(tiny_config(predicate_word_dropout=0.5), FIXTURE_2017, tmp_path / "dropout")
+    assert runs.load_config(tmp_path / "dropout" / "config.json").predicate_word_dropout == 0.5
+    weights, _ = _run_outcome(run_dir)
+    dropout_weights, _ = _run_outcome(tmp_path / "dropout")
+    assert len(weights) == len(dropout_weights)
+    assert any(not np.array_equal(a, b) for a, b in zip(weights, dropout_weights))
+    assert (tmp_path / "dropout" / "vocabulary.json").read_text() == (run_dir / "vocabulary.json").read_text()
 
 
 def test_rerunning_a_run_whose_vocabulary_this_code_would_build_otherwise_fails_and_writes_nothing(tiny_run, tmp_path):

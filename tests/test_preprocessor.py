@@ -96,6 +96,21 @@ def test_predicate_placeholders_get_ids_and_the_copy_ids_but_not_the_entity_ids(
     assert default.encode_entries(entries[-1:], for_training=False)[0].predicate_map == {}
 
 
+def test_predicate_word_mask_flags_the_predicate_words_alone():
+    entries = load_fixture("train")
+    for predicate_placeholders in (True, False):
+        preprocessor = TextPreprocessor.build(entries, 64, 64, predicate_placeholders=predicate_placeholders)
+        (example,) = preprocessor.encode_entries(entries[-1:], for_training=False)
+        tokens = preprocessor.vocabulary.decode(example.source_ids)
+        flagged = [token for token, flag in zip(tokens, preprocessor.predicate_word_mask(example.source_ids))
+                   if flag]
+        assert flagged == ["birth", "place", "birth", "date"]
+    # An UNK word inside a predicate is flagged; one outside is not; `<O>` ends the predicate.
+    ids = preprocessor.vocabulary.encode(["<S>", "ENT_1", "<P>", "birth", "<O>", "ENT_2"])
+    ids[1], ids[3] = Vocabulary.UNK, Vocabulary.UNK
+    assert preprocessor.predicate_word_mask(ids) == (False, False, False, True, False, False)
+
+
 def test_a_vocabulary_with_predicate_placeholders_needs_the_option():
     preprocessor = TextPreprocessor.build(load_fixture("train"), 64, 64, predicate_placeholders=True)
     with pytest.raises(ValueError, match="holds predicate placeholders .* trained with predicate_placeholders=True"):

@@ -3,7 +3,7 @@
 - `make_training_dataset`: `(x, y)` batches for the MLE `model.fit`, with
   `x = {"source": ids, "target": BOS + text}` and `y = text + EOS`, both padded with PAD,
   bucketed by length so that a batch holds sequences of similar length (less padding),
-  shuffled with a seed, prefetched.
+  shuffled with a seed, prefetched; optionally with source word dropout (`WordDropout`).
 - `make_adversarial_dataset`: fixed-shape `(source_ids, text + EOS)` batches for the text GAN
   (the layout of the sampler's output), repeated for `steps_per_epoch`.
 - `source_batches`: fixed-shape source batches for decoding, sorted by length, with the
@@ -13,6 +13,7 @@ Special ids (`pad_id`, `bos_id`, `eos_id`) come from the caller, normally
 `TextPreprocessor.special_ids`. TensorFlow is used here only for `tf.data`, as DESIGN.md allows.
 """
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -28,6 +29,30 @@ DEFAULT_BUCKET_BOUNDARIES = (16, 24, 32, 48)
 SOURCE_LENGTH_MULTIPLE = 16
 
 
+@dataclasses.dataclass(frozen=True)
+class WordDropout:
+    """Source word dropout for `make_training_dataset`.
+
+    In epoch `e`, each source position of example `i` whose `maskable[i]` flag is set becomes
+    `unk_id` with probability `rate`, drawn by a stateless generator seeded by `(seed, e, i)`,
+    so a resumed run draws the masks the uninterrupted one drew.
+
+    Attributes:
+        rate: the probability, in [0, 1).
+        maskable: one sequence of booleans per example, as long as its `source_ids`
+            (`TextPreprocessor.predicate_word_mask`).
+        unk_id: the id that replaces a dropped word.
+    """
+
+    rate: float
+    maskable: tuple
+    unk_id: int
+
+    def __post_init__(self):
+        if not 0 <= float(self.rate) < 1:
+            raise ValueError(f"Expected a word dropout rate in [0, 1). Received: rate={self.rate}")
+
+
 def make_training_dataset(
     examples,
     batch_size,
@@ -40,6 +65,7 @@ def make_training_dataset(
     eos_id,
     epochs=None,
     initial_epoch=0,
+    word_dropout=None,
 ):
     """`tf.data.Dataset` of `({"source": (b, s), "target": (b, t)}, labels (b, t))` int32.
 
@@ -54,6 +80,9 @@ def make_training_dataset(
     batches depend on the epoch number only, so a run resumed at epoch `e` sees the batches the
     uninterrupted run saw. (Without `epochs`, the order of pass `k` depends on how many passes
     this dataset object made before.)
+
+    `word_dropout` (a `WordDropout`, needs `epochs`) replaces source words by UNK, drawn anew
+    in each epoch; the texts are unchanged.
     """
     if not examples:
         raise ValueError("Expected at least one training example. Received: 0 examples.")
@@ -65,6 +94,15 @@ def make_training_dataset(
             "Training examples need target ids (encode with for_training=True). "
             f"Received examples without target: {missing_target[:3]}"
         )
+    if word_dropout is not None:
+        if epochs is None:
+            raise ValueError("Word dropout is drawn per epoch: it needs `epochs`. Received: epochs=None")
+        lengths = [len(flags) for flags in word_dropout.maskable]
+        if lengths != [len(example.source_ids) for example in examples]:
+            raise ValueError(
+                "Expected one maskable flag per source position of each example. Received flags for "
+                f"{len(lengths)} sources ({len(examples)} examples) or of other lengths."
+            )
     boundaries = sorted(int(boundary) for boundary in bucket_boundaries)
     sources = tf.ragged.constant([list(example.source_ids) for example in examples], dtype=tf.int32)
     texts = tf.ragged.constant(
@@ -94,17 +132,31 @@ def make_training_dataset(
             dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
         return batches(dataset).prefetch(tf.data.AUTOTUNE)
 
+    if word_dropout is not None:
+        maskable = tf.ragged.constant([[bool(flag) for flag in flags] for flags in word_dropout.maskable],
+                                      dtype=tf.bool)
+
+    def example_at(epoch, index):
+        source = sources[index]
+        if word_dropout is not None:
+            # Seeded by (seed, epoch, index), not by the shuffle's position; the second key is
+            # negative, so it never equals a shuffle's (seed, epoch).
+            draw_seed = tf.stack([tf.constant(int(seed), tf.int64), -1 - (epoch * len(examples) + index)])
+            draws = tf.random.stateless_uniform(tf.shape(source), seed=draw_seed)
+            dropped = tf.logical_and(maskable[index], draws < float(word_dropout.rate))
+            source = tf.where(dropped, tf.constant(int(word_dropout.unk_id), tf.int32), source)
+        return source, texts[index]
+
     def one_epoch(epoch):
-        dataset = examples_dataset
+        order = tf.range(len(examples), dtype=tf.int64)
         if shuffle:
             # A stateless permutation seeded by (seed, epoch): independent of any global state.
             order = tf.random.experimental.stateless_shuffle(
-                tf.range(len(examples), dtype=tf.int64),
-                seed=tf.stack([tf.constant(int(seed), tf.int64), epoch]),
+                order, seed=tf.stack([tf.constant(int(seed), tf.int64), epoch])
             )
-            dataset = tf.data.Dataset.from_tensor_slices(order).map(
-                lambda index: (sources[index], texts[index]), deterministic=True
-            )
+        dataset = tf.data.Dataset.from_tensor_slices(order).map(
+            lambda index: example_at(epoch, index), deterministic=True
+        )
         return batches(dataset)
 
     dataset = tf.data.Dataset.range(int(initial_epoch), int(epochs)).flat_map(one_epoch)

@@ -312,10 +312,17 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     if not backup.finished:  # a finished training phase (killed while decoding) is not redone
         if config.epoch_seeded_shuffle:
             # Epoch e is shuffled by (seed, e): a run resumed at epoch e sees the same batches.
+            word_dropout = None
+            if config.predicate_word_dropout:
+                word_dropout = datasets.WordDropout(
+                    config.predicate_word_dropout,
+                    tuple(preprocessor.predicate_word_mask(example.source_ids) for example in train_examples),
+                    preprocessor.unk_id,
+                )
             train_dataset = datasets.make_training_dataset(
                 train_examples, config.batch_size, shuffle=True, seed=config.seed,
                 bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
-                epochs=config.epochs, initial_epoch=initial_epoch,
+                epochs=config.epochs, initial_epoch=initial_epoch, word_dropout=word_dropout,
             )
             epoch_steps = steps_per_epoch
         else:

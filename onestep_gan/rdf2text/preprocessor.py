@@ -134,6 +134,25 @@ class TextPreprocessor:
         placeholders, the predicate ones."""
         return tuple(sorted(self.placeholder_ids + self.predicate_placeholder_ids))
 
+    def predicate_word_mask(self, source_ids):
+        """One flag per source position: True for a word of a predicate (after `<P>` and its
+        `PRED_k`, before `<O>`), what `MLEConfig.predicate_word_dropout` may replace by UNK.
+        Words of unseen categories' predicates are often UNK; training with such dropout shows
+        the model that case."""
+        predicate_token, object_token = (
+            self.vocabulary.token_to_id(token) if token in self.vocabulary else None
+            for token in (preprocessing.PREDICATE_TOKEN, preprocessing.OBJECT_TOKEN)
+        )
+        keep = set(self.predicate_placeholder_ids)
+        flags, inside = [], False
+        for token in source_ids:
+            if token in (predicate_token, object_token):
+                inside = token == predicate_token
+                flags.append(False)
+            else:
+                flags.append(inside and token not in keep)
+        return tuple(flags)
+
     def encode_entries(self, entries, for_training):
         """Entries -> `EncodedExample`s: one per reference text if `for_training`, else one per
         entry without target."""
