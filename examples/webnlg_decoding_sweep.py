@@ -16,13 +16,23 @@ are those of the run's aligner, which does not. Ties on slot errors are broken a
 repeats the settings with the weights averaged over that many epochs ending at the best one (a run
 trained with `--average-checkpoints K` keeps the epoch weights for windows up to K). Nothing is
 written to the run.
+
+`--mask-predicate-words 0.5` decodes dev as if its predicates were unseen: each word of a
+predicate in the sources becomes UNK with that probability (seeded by `--mask-seed`, the same
+masks for every run with the same vocabulary), as about a third of the unseen test categories'
+predicate words are (dev's are all known). `--write-hypotheses DIR` saves each setting's outputs
+(`DIR/dev_<setting>.txt`, one line per entry) for `webnlg_read_sample.py --hypotheses`.
 """
 
 import argparse
+import dataclasses
 import logging
 import os
+import pathlib
 import sys
 import time
+
+import numpy as np
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -41,6 +51,11 @@ def main():
     parser.add_argument("--settings", nargs="+", default=["4,0.6,0", "4,0.6,1", "8,0.6,1", "12,0.6,1"])
     parser.add_argument("--average-checkpoints", type=int, nargs="+", default=None,
                         help="windows to compare (default: the run's model file as it is)")
+    parser.add_argument("--mask-predicate-words", type=float, default=0.0, metavar="RATE",
+                        help="probability that each predicate word of a dev source becomes UNK (default 0)")
+    parser.add_argument("--mask-seed", type=int, default=0, help="seed of those masks (default 0)")
+    parser.add_argument("--write-hypotheses", type=pathlib.Path, default=None, metavar="DIR",
+                        help="save each setting's dev outputs in DIR/dev_<setting>.txt")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -48,6 +63,8 @@ def main():
     aligner = runs.load_aligner(args.run_dir) or SlotAligner.from_entries(runs.load_split("train", args.data_dir))
     dev = runs.load_split("dev", args.data_dir, config.max_eval_entries, config.seed)
     examples = preprocessor.encode_entries(dev, for_training=False)
+    if args.mask_predicate_words:
+        examples = mask_predicate_words(examples, preprocessor, args.mask_predicate_words, args.mask_seed)
     print("| averaged epochs | beam | length penalty | rerank | BLEU-2017 | chrF++ | coverage % | slot errors % | wrong % | seconds |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for window in args.average_checkpoints or [None]:
@@ -56,11 +73,30 @@ def main():
             epochs = averaging.average_run(model, args.run_dir, window)
             averaged = f"{epochs[0]}-{epochs[-1]}"
         for setting in args.settings:
-            sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged)
+            texts = sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged)
+            if args.write_hypotheses is not None:
+                args.write_hypotheses.mkdir(parents=True, exist_ok=True)
+                suffix = "" if window is None else f"_avg{window}"
+                path = args.write_hypotheses / f"dev_{setting.replace(',', '_')}{suffix}.txt"
+                path.write_text("".join(f"{text}\n" for text in texts), encoding="utf-8")
+
+
+def mask_predicate_words(examples, preprocessor, rate, seed):
+    """`examples` with each predicate word of their sources replaced by UNK with probability
+    `rate` (`TextPreprocessor.predicate_word_mask`), drawn in order from one seeded generator."""
+    rng = np.random.default_rng(seed)
+    masked = []
+    for example in examples:
+        flags = np.asarray(preprocessor.predicate_word_mask(example.source_ids), dtype=bool)
+        dropped = flags & (rng.random(len(flags)) < rate)
+        source_ids = np.where(dropped, preprocessor.unk_id, np.asarray(example.source_ids)).tolist()
+        masked.append(dataclasses.replace(example, source_ids=tuple(source_ids)))
+    return masked
 
 
 def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged):
-    """Decodes dev with one `beam_width,length_penalty,rerank[,min_foreign]` setting and prints its row."""
+    """Decodes dev with one `beam_width,length_penalty,rerank[,min_foreign]` setting, prints its
+    row and returns the texts."""
     beam_width, length_penalty, rerank, *min_foreign = setting.split(",")
     beam_width, length_penalty, rerank = int(beam_width), float(length_penalty), rerank == "1"
     reranker, rerank_label = None, "no"
@@ -87,6 +123,7 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
         f"{100 * scores['slot_error_rate']:.2f} | {100 * scores['wrong_binding_rate']:.2f} | {seconds:.0f} |",
         flush=True,
     )
+    return texts
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+"""examples/webnlg_decoding_sweep.py: dev sources with their predicate words masked (unseen-like)."""
+
+import importlib.util
+import warnings
+
+from onestep_gan.rdf2text import webnlg
+from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from onestep_gan.rdf2text.vocabulary import Vocabulary
+from tests.conftest import REPO_ROOT, fixture_2017_dir
+
+_spec = importlib.util.spec_from_file_location("decoding_sweep", REPO_ROOT / "examples" / "webnlg_decoding_sweep.py")
+decoding_sweep = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(decoding_sweep)
+
+
+def _preprocessor_and_examples():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a fixture entry without text is skipped
+        entries = webnlg.load_webnlg("train", fixture_2017_dir())
+    preprocessor = TextPreprocessor.build(entries, 64, 64, predicate_placeholders=True)
+    return preprocessor, preprocessor.encode_entries(entries, for_training=False)
+
+
+def test_masking_replaces_predicate_words_alone_and_is_seeded():
+    preprocessor, examples = _preprocessor_and_examples()
+    everything = decoding_sweep.mask_predicate_words(examples, preprocessor, 1.0, seed=0)
+    last = preprocessor.vocabulary.decode(everything[-1].source_ids, strip_special=False)
+    assert last == ["<S>", "ENT_1", "<P>", "PRED_1", "<unk>", "<unk>", "<O>", "ENT_2",
+                    "<S>", "ENT_1", "<P>", "PRED_2", "<unk>", "<unk>", "<O>", "ENT_3"]
+    assert [example.entity_map for example in everything] == [example.entity_map for example in examples]
+    assert decoding_sweep.mask_predicate_words(examples, preprocessor, 0.0, seed=0) == examples
+    half = decoding_sweep.mask_predicate_words(examples, preprocessor, 0.5, seed=3)
+    assert half == decoding_sweep.mask_predicate_words(examples, preprocessor, 0.5, seed=3)
+    for masked, example in zip(half, examples):  # only UNKs are new, only where a predicate word was
+        flags = preprocessor.predicate_word_mask(example.source_ids)
+        for new, old, flag in zip(masked.source_ids, example.source_ids, flags):
+            assert new == old or (flag and new == Vocabulary.UNK)
