@@ -9,7 +9,8 @@
   `backup/training_state.npz`, holding every model variable (the seed-generator states of
   the Dropout layers included, which `save_weights` leaves out), the backend's global random state
   where the backend draws from one (PyTorch: a Dropout layer without a seed draws its masks from
-  `torch`'s generator, not from a seed generator), every optimizer variable
+  `torch`'s generator, not from a seed generator; the callback sets that state again at each
+  epoch's first batch, so the draws `fit` makes between epochs do not move the masks), every optimizer variable
   (step counter, moments), the state of the callbacks that carry state across epochs
   (`ModelCheckpoint.best`; `EarlyStopping.wait/best/best_epoch`), the logs of every epoch so far,
   whether training finished, the seconds spent in `fit` so far (over every process of the run),
@@ -275,15 +276,26 @@ class TrainingBackup(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         self._fit_start = _clock()
         remove_partial_files(self.backup_dir)
-        _set_global_random_states(self._random_states)
-        self._random_states = {}  # once: a later `fit` of the same process continues the stream
+        # Set at the first batch (below); once: a later `fit` of the same process continues the stream.
+        self._epoch_random_states, self._random_states = self._random_states, {}
         if self._callback_state is not None:
             for callback, values in zip(self.tracked_callbacks, self._callback_state):
                 for name, value in values.items():
                     setattr(callback, name, value)
 
+    def on_train_batch_begin(self, batch, logs=None):
+        # Each epoch's first batch starts from the generators' state at the end of the epoch before
+        # (after a restart, the backup's). `fit` draws from them between epochs: on PyTorch its
+        # data loader draws a seed whenever an iterator starts, which a resumed `fit` does where
+        # the uninterrupted one may go on with its iterator (`steps_per_epoch`). Those draws no
+        # longer shift the dropout masks of the epoch after.
+        if self._epoch_random_states:
+            _set_global_random_states(self._epoch_random_states)
+            self._epoch_random_states = {}
+
     def on_epoch_end(self, epoch, logs=None):
         self.epoch_logs.append({name: float(value) for name, value in (logs or {}).items()})
+        self._epoch_random_states = _global_random_states()
         self._save()
 
     def on_train_end(self, logs=None):
