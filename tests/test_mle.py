@@ -222,6 +222,19 @@ def test_a_run_with_predicate_placeholders_trains_copies_them_and_generates_with
     assert isinstance(text, str) and "PRED_" not in text
 
 
+def test_a_run_with_entity_roles_trains_and_its_saved_run_encodes_with_them(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        mle.train_and_evaluate(tiny_config(entity_roles=True), FIXTURE_2017, tmp_path)
+    model, preprocessor, loaded = runs.load_run(tmp_path)
+    assert loaded.entity_roles and preprocessor.entity_roles
+    (example,) = preprocessor.encode_triples([[("Alan_Bean", "birthPlace", "Wheeler,_Texas")]])
+    assert preprocessor.vocabulary.decode(example.source_ids)[-1] == "<PATIENT>"
+    (text,) = inference.generate_texts(model, preprocessor, [[("Alan_Bean", "birthPlace", "Wheeler,_Texas")]],
+                                       method="greedy")
+    assert isinstance(text, str) and "<" not in text
+
+
 @same_seed_rerun_in_one_process
 def test_predicate_word_dropout_reaches_training_and_nothing_else(tiny_run, tmp_path):
     """The same seed with the dropout on trains other weights (the sources fed to `fit` differ);

@@ -1,7 +1,7 @@
 import pytest
 
 from onestep_gan.rdf2text.preprocessing import (
-    SPECIAL_SOURCE_TOKENS, delexicalise, detokenize, is_placeholder, is_predicate_placeholder,
+    SPECIAL_SOURCE_TOKENS, delexicalise, detokenize, entity_role_tokens, is_placeholder, is_predicate_placeholder,
     linearise, normalise_entity, relexicalise, relexicalise_predicates, split_predicate, tokenize,
     write_out)
 from onestep_gan.rdf2text.webnlg import Triple
@@ -276,3 +276,17 @@ def test_relexicalise_fits_the_article_before_a_predicate_too():
     predicate_map = {"PRED_1": "elevation above the sea level", "PRED_2": "runway name"}
     assert detokenize(relexicalise(tokens, {"ENT_1": "X", "ENT_2": "5"}, predicate_map)) == (
         "X has an elevation above the sea level of 5 and a runway name.")
+
+
+def test_entity_roles_follow_each_placeholder_of_the_source():
+    triples = [Triple("Aarhus_Airport", "location", "Tirstrup"), Triple("Tirstrup", "country", "Denmark"),
+               Triple("Aarhus_Airport", "elevation", "25.0")]
+    example = delexicalise(triples, "Aarhus Airport is in Tirstrup, Denmark.", entity_roles=True)
+    assert example.source_tokens == [
+        "<S>", "ENT_1", "<AGENT>", "<P>", "location", "<O>", "ENT_2", "<BRIDGE>",
+        "<S>", "ENT_2", "<BRIDGE>", "<P>", "country", "<O>", "ENT_3", "<PATIENT>",
+        "<S>", "ENT_1", "<AGENT>", "<P>", "elevation", "<O>", "ENT_4", "<PATIENT>"]
+    assert example.target_tokens == ["ENT_1", "is", "in", "ENT_2", ",", "ENT_3", "."]  # the text is unchanged
+    # An entity that is its own object is both; off (the default), no role tokens.
+    assert entity_role_tokens([Triple("A", "p", "A")]) == {"A": ("<BRIDGE>",)}
+    assert "<AGENT>" not in delexicalise(triples).source_tokens

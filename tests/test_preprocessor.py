@@ -120,3 +120,18 @@ def test_a_vocabulary_with_predicate_placeholders_needs_the_option():
         TextPreprocessor(default.vocabulary, 64, 64, predicate_placeholders=True)
     config = MLEConfig(predicate_placeholders=True)
     assert runs.preprocessor_for(config, preprocessor.vocabulary).predicate_placeholders
+
+
+def test_entity_roles_reach_the_vocabulary_and_a_run_without_them_refuses_them():
+    entries = load_fixture("train")
+    preprocessor = TextPreprocessor.build(entries, 64, 64, entity_roles=True)
+    assert {"<AGENT>", "<PATIENT>"} <= set(preprocessor.vocabulary.tokens)
+    (example,) = preprocessor.encode_entries(entries[-1:], for_training=False)
+    assert preprocessor.vocabulary.decode(example.source_ids)[:4] == ["<S>", "ENT_1", "<AGENT>", "<P>"]
+    with pytest.raises(ValueError, match="holds entity role tokens .* trained with entity_roles=True"):
+        TextPreprocessor(preprocessor.vocabulary, 64, 64)
+    with pytest.raises(ValueError, match="has no entity role tokens .* trained with entity_roles=False"):
+        TextPreprocessor(TextPreprocessor.build(entries, 64, 64).vocabulary, 64, 64, entity_roles=True)
+    # A run's preprocessor follows its config.
+    config = MLEConfig(entity_roles=True, predicate_placeholders=False)
+    assert runs.preprocessor_for(config, preprocessor.vocabulary).entity_roles

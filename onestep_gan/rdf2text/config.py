@@ -107,6 +107,7 @@ class MLEConfig(_Serialisable):
         "epoch_seeded_shuffle": False, "predicate_placeholders": False, "average_checkpoints": 1,
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
+        "entity_roles": False,
     }
 
     seed: int = 1234
@@ -134,6 +135,11 @@ class MLEConfig(_Serialisable):
     # slot errors 3.32% -> 4.10%, wrong bindings 0.86% -> 1.40%; test unseen worse too (README,
     # lever 30): off.
     predicate_word_dropout: float = 0.0
+    # Each entity placeholder of the source followed by its role in the triple graph, the
+    # enriched WebNLG's tags: <AGENT> (subject only), <BRIDGE> (subject and object), <PATIENT>
+    # (object only); `preprocessing.entity_role_tokens`. Two tokens more per triple: the longest
+    # test source then has 78 (raise `max_source_length` to 80).
+    entity_roles: bool = False
     bucket_boundaries: tuple = DEFAULT_BUCKET_BOUNDARIES
     # Model
     model_dim: int = 128

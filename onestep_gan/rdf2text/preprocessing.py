@@ -12,6 +12,10 @@ Every function here is pure (no state, no I/O), so each is tested on exact strin
   placeholders (the usual WebNLG 2017 baseline recipe, Gardent et al., 2017).
 - With `predicate_placeholders=True`, predicates get placeholders too (`PRED_1`, ...; see
   "Predicate placeholders" below).
+- With `entity_roles=True`, each entity placeholder of the source is followed by its role in the
+  triple graph, as the enriched WebNLG tags them: `<AGENT>` (a subject and never an object),
+  `<BRIDGE>` (both) or `<PATIENT>` (an object only):
+  `<S> ENT_1 <AGENT> <P> ... <O> ENT_2 <BRIDGE> <S> ENT_2 <BRIDGE> <P> ... <O> ENT_3 <PATIENT>`.
 
 Entity matching in the text (for `delexicalise`) compares token sequences ignoring case, accents,
 dashes, punctuation tokens and periods inside words ("Suárez Madrid–Barajas" = "Suarez Madrid-Barajas",
@@ -48,6 +52,9 @@ from nltk.tokenize.treebank import TreebankWordDetokenizer
 
 SUBJECT_TOKEN, PREDICATE_TOKEN, OBJECT_TOKEN = "<S>", "<P>", "<O>"
 SPECIAL_SOURCE_TOKENS = (SUBJECT_TOKEN, PREDICATE_TOKEN, OBJECT_TOKEN)
+# An entity's role in the triple graph (`delexicalise(..., entity_roles=True)`), the enriched
+# WebNLG's tags: subject only, subject and object, object only.
+AGENT_TOKEN, BRIDGE_TOKEN, PATIENT_TOKEN = "<AGENT>", "<BRIDGE>", "<PATIENT>"
 PLACEHOLDER_PREFIX = "ENT_"
 PREDICATE_PLACEHOLDER_PREFIX = "PRED_"
 
@@ -196,7 +203,7 @@ def is_predicate_placeholder(token):
     return bool(_PREDICATE_PLACEHOLDER_PATTERN.match(token))
 
 
-def delexicalise(triples, text=None, predicate_placeholders=False, mentions=()):
+def delexicalise(triples, text=None, predicate_placeholders=False, mentions=(), entity_roles=False):
     """Linearises `triples` with placeholders and, if given, delexicalises `text`.
 
     Distinct subjects/objects (compared after `normalise_entity`) get placeholders `ENT_1`,
@@ -211,6 +218,9 @@ def delexicalise(triples, text=None, predicate_placeholders=False, mentions=()):
     with the fallbacks ("Carrol County, Maryland" for `Carroll_County,_Maryland`). Mentions of
     entities not in the input are ignored.
 
+    With `entity_roles`, each entity placeholder of the source is followed by its role token
+    (`entity_role_tokens`).
+
     Example:
     >>> example = delexicalise([Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas")],
     ...                        "Alan Bean was born in Wheeler, Texas.")
@@ -220,18 +230,23 @@ def delexicalise(triples, text=None, predicate_placeholders=False, mentions=()):
     ['ENT_1', 'was', 'born', 'in', 'ENT_2', '.']
     """
     entity_to_placeholder, predicate_to_placeholder = {}, {}
+    roles = entity_role_tokens(triples) if entity_roles else {}
     source_tokens = []
     for triple in triples:
-        subject = _placeholder_for(normalise_entity(triple.subject), entity_to_placeholder)
-        object_ = _placeholder_for(normalise_entity(triple.object), entity_to_placeholder)
+        subject_entity, object_entity = normalise_entity(triple.subject), normalise_entity(triple.object)
+        subject = _placeholder_for(subject_entity, entity_to_placeholder)
+        object_ = _placeholder_for(object_entity, entity_to_placeholder)
         predicate = split_predicate(triple.predicate)
-        source_tokens.extend((SUBJECT_TOKEN, subject, PREDICATE_TOKEN))
+        source_tokens.extend((SUBJECT_TOKEN, subject))
+        source_tokens.extend(roles.get(subject_entity, ()))
+        source_tokens.append(PREDICATE_TOKEN)
         if predicate_placeholders:
             source_tokens.append(
                 _placeholder_for(predicate, predicate_to_placeholder, PREDICATE_PLACEHOLDER_PREFIX)
             )
         source_tokens.extend(predicate.split())
         source_tokens.extend((OBJECT_TOKEN, object_))
+        source_tokens.extend(roles.get(object_entity, ()))
     entity_map = {placeholder: entity for entity, placeholder in entity_to_placeholder.items()}
     predicate_map = {placeholder: words for words, placeholder in predicate_to_placeholder.items()}
     target_tokens = None
@@ -245,6 +260,17 @@ def delexicalise(triples, text=None, predicate_placeholders=False, mentions=()):
         if predicate_map:
             target_tokens = _delexicalise_predicates(target_tokens, predicate_map)
     return DelexicalisedExample(source_tokens, target_tokens, entity_map, predicate_map)
+
+
+def entity_role_tokens(triples):
+    """`{normalised entity: (role token,)}`: `<AGENT>` for an entity that is a subject and never an
+    object of `triples`, `<BRIDGE>` for one that is both, `<PATIENT>` for an object only."""
+    subjects = {normalise_entity(triple.subject) for triple in triples}
+    objects = {normalise_entity(triple.object) for triple in triples}
+    return {
+        entity: ((BRIDGE_TOKEN if entity in objects else AGENT_TOKEN) if entity in subjects else PATIENT_TOKEN,)
+        for entity in subjects | objects
+    }
 
 
 def relexicalise(tokens, entity_map, predicate_map=None):

@@ -56,6 +56,9 @@ class TextPreprocessor:
         predicate_placeholders: delexicalise predicates too (`PRED_1`, ...), as the run was
             trained (`MLEConfig.predicate_placeholders`); on if and only if the vocabulary
             holds predicate placeholders.
+        entity_roles: each entity placeholder of the source followed by its role in the triple
+            graph (`<AGENT>`, `<BRIDGE>`, `<PATIENT>`; `MLEConfig.entity_roles`); on if and only
+            if the vocabulary holds the role tokens.
 
     Example:
     >>> preprocessor = TextPreprocessor.build(train_entries, 64, 72, min_count=2)
@@ -63,7 +66,8 @@ class TextPreprocessor:
     >>> text = preprocessor.decode(output_ids, examples[0].entity_map)
     """
 
-    def __init__(self, vocabulary, max_source_length, max_target_length, predicate_placeholders=False):
+    def __init__(self, vocabulary, max_source_length, max_target_length, predicate_placeholders=False,
+                 entity_roles=False):
         if int(max_source_length) < 1 or int(max_target_length) < 2:
             raise ValueError(
                 "Expected max_source_length >= 1 and max_target_length >= 2. Received: "
@@ -73,6 +77,14 @@ class TextPreprocessor:
         self.max_source_length = int(max_source_length)
         self.max_target_length = int(max_target_length)
         self.predicate_placeholders = bool(predicate_placeholders)
+        self.entity_roles = bool(entity_roles)
+        # Sources with roles hold <AGENT> or <PATIENT> (every triple set has a subject and an object).
+        if self.entity_roles != (preprocessing.PATIENT_TOKEN in vocabulary):
+            holds = "holds" if preprocessing.PATIENT_TOKEN in vocabulary else "has no"
+            raise ValueError(
+                f"The vocabulary {holds} entity role tokens (<AGENT>, ...): its run was trained with "
+                f"entity_roles={not self.entity_roles}. Received: entity_roles={self.entity_roles}"
+            )
         # Every source of a run with predicate placeholders holds PRED_1, so its vocabulary does.
         if self.predicate_placeholders != bool(self.predicate_placeholder_ids):
             holds = "holds" if self.predicate_placeholder_ids else "has no"
@@ -85,7 +97,7 @@ class TextPreprocessor:
     @classmethod
     def build(
         cls, train_entries, max_source_length, max_target_length, min_count=1, max_size=None,
-        predicate_placeholders=False,
+        predicate_placeholders=False, entity_roles=False,
     ):
         """A preprocessor whose vocabulary holds the source and target tokens of `train_entries`
         (one text per reference). Build it from train only: dev/test words then encode as UNK,
@@ -93,11 +105,12 @@ class TextPreprocessor:
         counts, which are high: every source holds `ENT_1`, `ENT_2` and, with
         `predicate_placeholders`, `PRED_1`."""
         token_lists = []
-        for _, example in _delexicalise(train_entries, True, predicate_placeholders):  # for training
+        for _, example in _delexicalise(train_entries, True, predicate_placeholders, entity_roles):  # for training
             token_lists.append(example.source_tokens)
             token_lists.append(example.target_tokens)
         vocabulary = Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
-        return cls(vocabulary, max_source_length, max_target_length, predicate_placeholders=predicate_placeholders)
+        return cls(vocabulary, max_source_length, max_target_length, predicate_placeholders=predicate_placeholders,
+                   entity_roles=entity_roles)
 
     pad_id, unk_id, bos_id, eos_id = Vocabulary.PAD, Vocabulary.UNK, Vocabulary.BOS, Vocabulary.EOS
 
@@ -156,7 +169,7 @@ class TextPreprocessor:
     def encode_entries(self, entries, for_training):
         """Entries -> `EncodedExample`s: one per reference text if `for_training`, else one per
         entry without target."""
-        return self._encode(_delexicalise(entries, for_training, self.predicate_placeholders))
+        return self._encode(_delexicalise(entries, for_training, self.predicate_placeholders, self.entity_roles))
 
     def encode_triples(self, triple_sets):
         """Sets of triples (`Triple`s or `(subject, predicate, object)` tuples, WebNLG spelling)
@@ -206,7 +219,7 @@ class TextPreprocessor:
         return examples
 
 
-def _delexicalise(entries, for_training, predicate_placeholders=False):
+def _delexicalise(entries, for_training, predicate_placeholders=False, entity_roles=False):
     """Entries -> `(entry, DelexicalisedExample)` pairs: one per reference text for training,
     else one per entry without target tokens."""
     pairs = []
@@ -214,9 +227,11 @@ def _delexicalise(entries, for_training, predicate_placeholders=False):
         if for_training:
             mentions = entry.mentions or ((),) * len(entry.texts)
             pairs.extend(
-                (entry, preprocessing.delexicalise(entry.triples, text, predicate_placeholders, text_mentions))
+                (entry, preprocessing.delexicalise(
+                    entry.triples, text, predicate_placeholders, text_mentions, entity_roles=entity_roles))
                 for text, text_mentions in zip(entry.texts, mentions, strict=True)
             )
         else:
-            pairs.append((entry, preprocessing.delexicalise(entry.triples, None, predicate_placeholders)))
+            pairs.append((entry, preprocessing.delexicalise(
+                entry.triples, None, predicate_placeholders, entity_roles=entity_roles)))
     return pairs

@@ -72,7 +72,7 @@ def preprocessor_for(config, vocabulary):
     whether it delexicalises predicates."""
     return TextPreprocessor(
         vocabulary, config.max_source_length, config.max_target_length,
-        predicate_placeholders=config.predicate_placeholders,
+        predicate_placeholders=config.predicate_placeholders, entity_roles=config.entity_roles,
     )
 
 
