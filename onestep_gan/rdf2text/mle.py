@@ -310,30 +310,8 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     callbacks.append(backup)  # last: saves after the others updated their state
     train_start = time.perf_counter()
     if not backup.finished:  # a finished training phase (killed while decoding) is not redone
-        if config.epoch_seeded_shuffle:
-            # Epoch e is shuffled by (seed, e): a run resumed at epoch e sees the same batches.
-            word_dropout = None
-            if config.predicate_word_dropout:
-                word_dropout = datasets.WordDropout(
-                    config.predicate_word_dropout,
-                    tuple(preprocessor.predicate_word_mask(example.source_ids) for example in train_examples),
-                    preprocessor.unk_id,
-                )
-            train_dataset = datasets.make_training_dataset(
-                train_examples, config.batch_size, shuffle=True, seed=config.seed,
-                bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
-                epochs=config.epochs, initial_epoch=initial_epoch, word_dropout=word_dropout,
-            )
-            epoch_steps = steps_per_epoch
-        else:
-            # One seeded shuffle stream over the epochs (how the README's runs were trained): a
-            # resumed run restores weights, optimizer and callback state, but its later epochs
-            # see another order than the uninterrupted run's.
-            train_dataset, _ = datasets.with_known_length(datasets.make_training_dataset(
-                train_examples, config.batch_size, shuffle=True, seed=config.seed,
-                bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
-            ))
-            epoch_steps = None
+        train_dataset = training_dataset(config, preprocessor, train_examples, initial_epoch)
+        epoch_steps = steps_per_epoch if config.epoch_seeded_shuffle else None
         model.fit(
             train_dataset,
             validation_data=dev_dataset,
@@ -390,6 +368,34 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     backup.delete()  # the run is complete: a rerun starts afresh
     logger.info("Done in %.1f min; outputs in %s", timing["total_seconds"] / 60, run_dir)
     return {**results, "timing": timing, "run_dir": str(run_dir)}
+
+
+def training_dataset(config, preprocessor, train_examples, initial_epoch=0):
+    """The batches `fit` trains on, from epoch `initial_epoch` on.
+
+    With `config.epoch_seeded_shuffle`, epoch `e` is shuffled by `(seed, e)` (a run resumed at epoch
+    `e` sees the same batches; fit it with `steps_per_epoch`), with `config.predicate_word_dropout`
+    drawn per epoch too. Without it (how the README's older runs were trained), one seeded shuffle
+    stream over the epochs: a resumed run's later epochs see another order than the uninterrupted run's.
+    """
+    if not config.epoch_seeded_shuffle:
+        dataset, _ = datasets.with_known_length(datasets.make_training_dataset(
+            train_examples, config.batch_size, shuffle=True, seed=config.seed,
+            bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
+        ))
+        return dataset
+    word_dropout = None
+    if config.predicate_word_dropout:
+        word_dropout = datasets.WordDropout(
+            config.predicate_word_dropout,
+            tuple(preprocessor.predicate_word_mask(example.source_ids) for example in train_examples),
+            preprocessor.unk_id,
+        )
+    return datasets.make_training_dataset(
+        train_examples, config.batch_size, shuffle=True, seed=config.seed,
+        bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
+        epochs=config.epochs, initial_epoch=initial_epoch, word_dropout=word_dropout,
+    )
 
 
 def _check_saved_vocabulary(run_dir, vocabulary):
