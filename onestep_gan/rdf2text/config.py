@@ -138,7 +138,8 @@ class MLEConfig(_Serialisable):
     # Each entity placeholder of the source followed by its role in the triple graph, the
     # enriched WebNLG's tags: <AGENT> (subject only), <BRIDGE> (subject and object), <PATIENT>
     # (object only); `preprocessing.entity_role_tokens`. Two tokens more per triple: the longest
-    # test source then has 78 (raise `max_source_length` to 80).
+    # test source then has 78 (raise `max_source_length` to 80). On dev: BLEU-2017 +0.19, slot errors
+    # 3.32% -> 4.76%, wrong bindings 0.86% -> 1.60% (README, lever 31): off.
     entity_roles: bool = False
     bucket_boundaries: tuple = DEFAULT_BUCKET_BOUNDARIES
     # Model
