@@ -112,9 +112,10 @@ def test_kill_test_rerun_equals_the_uninterrupted_run(interrupted, reference):
 @pytest.mark.slow
 def test_a_run_killed_mid_epoch_resumes_exactly(reference, tmp_path):
     """The kill point that depends on the backend: kill -9 mid-epoch 2, then rerun: the weights,
-    outputs and scores of the uninterrupted run. CI runs it on PyTorch, whose unseeded Dropout
-    draws from torch's global generator (the test above adds the file-writing kill points, which
-    do not depend on the backend, and runs on TensorFlow)."""
+    outputs and scores of the uninterrupted run. For PyTorch, whose unseeded Dropout draws from
+    torch's global generator (`KERAS_BACKEND=torch pytest tests/test_resume.py`; CI runs the
+    backup's unit test below there). The test above adds the file-writing kill points, which do
+    not depend on the backend, and runs on TensorFlow."""
     if keras.backend.backend() == "tensorflow":
         pytest.skip("on TensorFlow, test_kill_test_rerun_equals_the_uninterrupted_run covers this kill")
     run_child(tmp_path, kill="batch:2:2")
