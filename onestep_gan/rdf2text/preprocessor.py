@@ -13,6 +13,7 @@ run's preprocessor (`runs.preprocessor_for`) encodes new inputs the way its mode
 """
 
 import dataclasses
+import functools
 import logging
 
 from onestep_gan.rdf2text import preprocessing
@@ -152,11 +153,7 @@ class TextPreprocessor:
         `PRED_k`, before `<O>`), what `MLEConfig.predicate_word_dropout` may replace by UNK.
         Words of unseen categories' predicates are often UNK; training with such dropout shows
         the model that case."""
-        predicate_token, object_token = (
-            self.vocabulary.token_to_id(token) if token in self.vocabulary else None
-            for token in (preprocessing.PREDICATE_TOKEN, preprocessing.OBJECT_TOKEN)
-        )
-        keep = set(self.predicate_placeholder_ids)
+        predicate_token, object_token, keep = self._predicate_span_ids
         flags, inside = [], False
         for token in source_ids:
             if token in (predicate_token, object_token):
@@ -165,6 +162,16 @@ class TextPreprocessor:
             else:
                 flags.append(inside and token not in keep)
         return tuple(flags)
+
+    @functools.cached_property
+    def _predicate_span_ids(self):
+        """`(<P> id, <O> id, predicate placeholder ids)` for `predicate_word_mask`, looked up once
+        (the placeholder ids take a pass over the vocabulary)."""
+        predicate_token, object_token = (
+            self.vocabulary.token_to_id(token) if token in self.vocabulary else None
+            for token in (preprocessing.PREDICATE_TOKEN, preprocessing.OBJECT_TOKEN)
+        )
+        return predicate_token, object_token, frozenset(self.predicate_placeholder_ids)
 
     def encode_entries(self, entries, for_training):
         """Entries -> `EncodedExample`s: one per reference text if `for_training`, else one per
