@@ -32,6 +32,10 @@ def test_normalise_entity(raw, expected):
     ("UTCOffset", "UTC offset"),
     ("1st_runway_LengthFeet", "1st runway length feet"),
     ("elevationAboveTheSeaLevel_(in_metres)", "elevation above the sea level in metres"),
+    # DBpedia's merged properties name alternatives: the first one is the relation's words.
+    ("associatedBand/associatedMusicalArtist", "associated band"),
+    ("associatedBand/", "associated band"),
+    ("/associatedBand", "associated band"),
 ])
 def test_split_predicate(predicate, expected):
     assert split_predicate(predicate) == expected

@@ -148,8 +148,14 @@ def split_predicate(predicate):
     Words are lowercased except acronyms (runs of 2+ capitals), which are kept whole:
     "birthPlace" -> "birth place", "ISBN_number" -> "ISBN number",
     "UTCOffset" -> "UTC offset", "1st_runway_LengthFeet" -> "1st runway length feet".
+
+    A predicate that DBpedia merged from several ("associatedBand/associatedMusicalArtist", in
+    126 triples of the WebNLG 2017 test set and none of train) names alternatives of one relation:
+    its words are the first non-empty alternative's ("associated band"), not all of them run
+    together ("associated band associated musical artist"), which no text says.
     """
-    words = _PREDICATE_WORD_PATTERN.findall(predicate)
+    alternatives = [part for part in predicate.split("/") if _PREDICATE_WORD_PATTERN.search(part)]
+    words = _PREDICATE_WORD_PATTERN.findall(alternatives[0] if alternatives else predicate)
     return " ".join(word if len(word) > 1 and word.isupper() else word.lower() for word in words)
 
 
