@@ -36,6 +36,9 @@ def test_normalise_entity(raw, expected):
     ("associatedBand/associatedMusicalArtist", "associated band"),
     ("associatedBand/", "associated band"),
     ("/associatedBand", "associated band"),
+    # A label with the property's names as a gloss after a space: the label alone.
+    ("office (workedAt, workedAs)", "office"),
+    ("(workedAt)", "worked at"),
 ])
 def test_split_predicate(predicate, expected):
     assert split_predicate(predicate) == expected
