@@ -159,8 +159,9 @@ class MLEConfig(_Serialisable):
     # Optimisation
     batch_size: int = 64
     # The cosine schedule spans 80 epochs; with dropout 0.1 early stopping (patience 10) ended the
-    # job near epoch 46 (best 36), with 0.2 near epoch 76 (best 66). Against a 30-epoch schedule, dev slot errors 7.80% -> 5.50%, wrong
-    # bindings 1.79% -> 0.90%, BLEU-2017 58.54 -> 58.91 (README, lever 17).
+    # job near epoch 46 (best 36), with 0.2 near epoch 76 (best 66). Against a 30-epoch schedule,
+    # dev slot errors 7.80% -> 5.50%, wrong bindings 1.79% -> 0.90%, BLEU-2017 58.54 -> 58.91
+    # (README, lever 17).
     epochs: int = 80
     peak_learning_rate: float = 1e-3
     warmup_steps: int = 300
