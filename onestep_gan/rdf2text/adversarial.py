@@ -25,6 +25,7 @@ one-hots forward, soft gradient backward), embedded by `probs @ embedding_matrix
 text enters D as exact one-hots of its ids. See `sampling.py` and `discriminator.py`.
 """
 
+import contextlib
 import json
 import logging
 import pathlib
@@ -46,6 +47,31 @@ from onestep_gan.rdf2text.sampling import LinearSchedule, TextSampler
 logger = logging.getLogger(__name__)
 
 ADVERSARIAL_LOG_FILE = "adversarial_log.csv"
+
+
+@contextlib.contextmanager
+def repeatable_training():
+    """Within it, a step traced by TensorFlow runs as traced, so a second run with the same seed
+    repeats bit for bit (restores the setting on exit; other backends: nothing to do).
+
+    With TensorFlow's graph optimizer (Grappler) on, the stage's D steps gave other weights
+    from run to run with one seed, in the last bits from the first steps on (measured on 2
+    CPU cores, TensorFlow 2.21: D's `score` kernel after one step; no single Grappler pass
+    turned off fixed it). Without Grappler, graph steps give exactly the eager steps' values,
+    at about the same speed. XLA (`jit_compile=True`) also repeats, but took D's step from
+    0.3 s to 3 s on CPU.
+    """
+    if keras.backend.backend() != "tensorflow":
+        yield
+        return
+    import tensorflow as tf
+
+    before = tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": before})
 
 
 # ---------------------------------------------------------------------------- MLE term
@@ -400,76 +426,78 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
         run_dir / runs.BACKUP_DIR, metadata=config.to_dict(), skip_if=lambda: divergence.diverged is not None
     )
 
-    # 1. Discriminator pretraining (skipped when resuming: the backup holds D and its scores).
-    hard_negatives = HardNegatives.for_preprocessor(preprocessor) if config.hard_negative_weight > 0 else None
-    pretrainer = DiscriminatorPretrainer(sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives)
-    pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
-    timing = {}
-    if not backup.exists():
-        accuracy = {"before_pretraining": held_out_accuracy(pretrainer)}
-        if config.corruption_pretrain_steps:
-            # First against corrupted and mismatched real texts only: no sampling, so many
-            # cheap steps, where D learns which value belongs to which triple.
+    # Training and D's scores in steps that repeat bit for bit (decoding repeats anyway).
+    with repeatable_training():
+        # 1. Discriminator pretraining (skipped when resuming: the backup holds D and its scores).
+        hard_negatives = HardNegatives.for_preprocessor(preprocessor) if config.hard_negative_weight > 0 else None
+        pretrainer = DiscriminatorPretrainer(sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives)
+        pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
+        timing = {}
+        if not backup.exists():
+            accuracy = {"before_pretraining": held_out_accuracy(pretrainer)}
+            if config.corruption_pretrain_steps:
+                # First against corrupted and mismatched real texts only: no sampling, so many
+                # cheap steps, where D learns which value belongs to which triple.
+                t0 = time.perf_counter()
+                corruption_pretrainer = DiscriminatorPretrainer(
+                    sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives, samples=False
+                )
+                corruption_pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
+                corruption_pretrainer.fit(
+                    make_dataset(train_examples), steps_per_epoch=config.corruption_pretrain_steps, epochs=1,
+                    shuffle=False, verbose="auto",
+                )
+                timing["corruption_pretrain_seconds"] = time.perf_counter() - t0
+                accuracy["after_corruption_pretraining"] = held_out_accuracy(pretrainer)
+                logger.info("Discriminator held-out accuracy after corruption pretraining: %s",
+                            accuracy["after_corruption_pretraining"])
             t0 = time.perf_counter()
-            corruption_pretrainer = DiscriminatorPretrainer(
-                sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives, samples=False
-            )
-            corruption_pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
-            corruption_pretrainer.fit(
-                make_dataset(train_examples), steps_per_epoch=config.corruption_pretrain_steps, epochs=1,
-                shuffle=False, verbose="auto",
-            )
-            timing["corruption_pretrain_seconds"] = time.perf_counter() - t0
-            accuracy["after_corruption_pretraining"] = held_out_accuracy(pretrainer)
-            logger.info("Discriminator held-out accuracy after corruption pretraining: %s",
-                        accuracy["after_corruption_pretraining"])
-        t0 = time.perf_counter()
-        pretrainer.fit(
-            make_dataset(train_examples), steps_per_epoch=config.pretrain_steps, epochs=1, shuffle=False,
-            verbose="auto",
-        )  # the dataset shuffles itself
-        timing["pretrain_seconds"] = time.perf_counter() - t0 + timing.get("corruption_pretrain_seconds", 0.0)
-        accuracy["after_pretraining"] = held_out_accuracy(pretrainer)
-        logger.info("Discriminator held-out accuracy after pretraining: %s", accuracy["after_pretraining"])
-        backup.extra = {"accuracy": accuracy, "pretrain_seconds": timing["pretrain_seconds"]}
-    sampler.trainable = True
+            pretrainer.fit(
+                make_dataset(train_examples), steps_per_epoch=config.pretrain_steps, epochs=1, shuffle=False,
+                verbose="auto",
+            )  # the dataset shuffles itself
+            timing["pretrain_seconds"] = time.perf_counter() - t0 + timing.get("corruption_pretrain_seconds", 0.0)
+            accuracy["after_pretraining"] = held_out_accuracy(pretrainer)
+            logger.info("Discriminator held-out accuracy after pretraining: %s", accuracy["after_pretraining"])
+            backup.extra = {"accuracy": accuracy, "pretrain_seconds": timing["pretrain_seconds"]}
+        sampler.trainable = True
 
-    # 2. Adversarial fine-tuning: one model, one loss, plain fit.
-    gan = build_one_step_gan(config, sampler, discriminator, hard_negatives)
-    gan.build()  # G and D are built already
-    initial_epoch = backup.restore(gan)  # 0 for a new run; raises on a damaged backup
-    accuracy = dict(backup.extra["accuracy"])
-    timing["pretrain_seconds"] = backup.extra["pretrain_seconds"]
-    log_path = run_dir / ADVERSARIAL_LOG_FILE
-    keep_log_rows(log_path, len(backup.epoch_logs))  # no rows of epochs the rerun redoes
-    callbacks = [
-        divergence,
-        SaveGANParts(run_dir, transformer, discriminator, divergence),
-        keras.callbacks.CSVLogger(str(log_path), append=True),
-        backup,  # last: saves after the others
-    ]
-    t0 = time.perf_counter()
-    if not backup.finished:  # a finished fine-tuning phase (killed while decoding) is not redone
-        try:
-            gan.fit(
-                make_dataset(train_examples, epochs=epochs, initial_epoch=initial_epoch,
-                             steps_per_epoch=config.steps_per_epoch),
-                steps_per_epoch=config.steps_per_epoch, epochs=epochs, initial_epoch=initial_epoch,
-                callbacks=callbacks, shuffle=False, verbose="auto",
-            )
-        except TrainingDivergedError as error:
-            # The backup keeps the last good epoch, but resuming from it would diverge again.
-            shutil.rmtree(run_dir / runs.BACKUP_DIR, ignore_errors=True)
-            raise TrainingDivergedError(
-                f"{error} The last good generator and discriminator are in {run_dir / runs.GENERATOR_FILE} and "
-                f"{run_dir / runs.DISCRIMINATOR_FILE} (none if the first epoch diverged)."
-            ) from error
-    timing["adversarial_seconds"] = backup.train_seconds  # the whole fine-tuning, over its processes (resumes)
-    timing["adversarial_seconds_this_process"] = time.perf_counter() - t0
-    timing["adversarial_steps"] = len(backup.epoch_logs) * config.steps_per_epoch
-    sampler.trainable = False
-    accuracy["after_adversarial"] = held_out_accuracy(pretrainer)
-    logger.info("Discriminator held-out accuracy after fine-tuning: %s", accuracy["after_adversarial"])
+        # 2. Adversarial fine-tuning: one model, one loss, plain fit.
+        gan = build_one_step_gan(config, sampler, discriminator, hard_negatives)
+        gan.build()  # G and D are built already
+        initial_epoch = backup.restore(gan)  # 0 for a new run; raises on a damaged backup
+        accuracy = dict(backup.extra["accuracy"])
+        timing["pretrain_seconds"] = backup.extra["pretrain_seconds"]
+        log_path = run_dir / ADVERSARIAL_LOG_FILE
+        keep_log_rows(log_path, len(backup.epoch_logs))  # no rows of epochs the rerun redoes
+        callbacks = [
+            divergence,
+            SaveGANParts(run_dir, transformer, discriminator, divergence),
+            keras.callbacks.CSVLogger(str(log_path), append=True),
+            backup,  # last: saves after the others
+        ]
+        t0 = time.perf_counter()
+        if not backup.finished:  # a finished fine-tuning phase (killed while decoding) is not redone
+            try:
+                gan.fit(
+                    make_dataset(train_examples, epochs=epochs, initial_epoch=initial_epoch,
+                                 steps_per_epoch=config.steps_per_epoch),
+                    steps_per_epoch=config.steps_per_epoch, epochs=epochs, initial_epoch=initial_epoch,
+                    callbacks=callbacks, shuffle=False, verbose="auto",
+                )
+            except TrainingDivergedError as error:
+                # The backup keeps the last good epoch, but resuming from it would diverge again.
+                shutil.rmtree(run_dir / runs.BACKUP_DIR, ignore_errors=True)
+                raise TrainingDivergedError(
+                    f"{error} The last good generator and discriminator are in {run_dir / runs.GENERATOR_FILE} and "
+                    f"{run_dir / runs.DISCRIMINATOR_FILE} (none if the first epoch diverged)."
+                ) from error
+        timing["adversarial_seconds"] = backup.train_seconds  # the whole fine-tuning, over its processes (resumes)
+        timing["adversarial_seconds_this_process"] = time.perf_counter() - t0
+        timing["adversarial_steps"] = len(backup.epoch_logs) * config.steps_per_epoch
+        sampler.trainable = False
+        accuracy["after_adversarial"] = held_out_accuracy(pretrainer)
+        logger.info("Discriminator held-out accuracy after fine-tuning: %s", accuracy["after_adversarial"])
 
     # 3. Decode with the fine-tuned generator; compare with the MLE run's own scores.
     decode = decoder_for(transformer, preprocessor, mle_config, aligner, discriminator=discriminator)
