@@ -309,3 +309,53 @@ def test_pretrainer_fit_traces_its_step_once():
     real = np.array([[4, 9, 5, 3, 0, 0], [6, 9, 4, 3, 0, 0]], dtype="int32")
     pretrainer.fit(source, real, batch_size=2, epochs=1, verbose=0)  # one step
     assert len(traces) == 1
+
+
+
+def _pretrained_discriminator(steps=3):
+    """D's weights after `steps` sample-free pretraining steps (real, mismatched and three kinds of
+    hard negative: five calls of D a step), everything seeded anew."""
+    keras.utils.set_random_seed(0)
+    generator = TransformerGenerator(
+        500, max_source_length=40, max_target_length=48, model_dim=8, num_heads=1,
+        feedforward_dim=8, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0,
+    )
+    discriminator = TextDiscriminator(  # the stage's D; with smaller ones the drift was rare
+        500, max_source_length=40, max_target_length=48, model_dim=128, num_heads=4,
+        feedforward_dim=256, num_layers=2, dropout=0.1,
+    )
+    hard_negatives = adversarial.HardNegatives(placeholder_ids=list(range(4, 12)), boundary_ids=[12], pad_id=0)
+    pretrainer = adversarial.DiscriminatorPretrainer(
+        TextSampler(generator, max_length=48, seed=0), discriminator, hard_negatives=hard_negatives, samples=False
+    )
+    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))
+    rng = np.random.default_rng(0)
+    source = rng.integers(4, 500, (32 * steps, 40)).astype("int32")
+    real = rng.integers(4, 500, (32 * steps, 48)).astype("int32")
+    pretrainer.fit(source, real, batch_size=32, epochs=1, shuffle=False, verbose=0)
+    return [ops.convert_to_numpy(variable) for variable in discriminator.trainable_variables]
+
+
+def test_discriminator_steps_repeat_bit_for_bit_in_repeatable_training():
+    """The stage trains inside `repeatable_training()`. Without it, on TensorFlow, the same
+    seed gave D other weights (in the last bits) from one run to the next: TensorFlow's graph
+    optimizer made the traced step's sums come out in a timing-dependent order."""
+    with adversarial.repeatable_training():
+        first = _pretrained_discriminator()
+        for _ in range(3):
+            again = _pretrained_discriminator()
+            assert [i for i, (a, b) in enumerate(zip(first, again)) if not np.array_equal(a, b)] == []
+
+
+def test_repeatable_training_restores_tensorflows_graph_optimizer():
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("a TensorFlow setting")
+    import tensorflow as tf
+
+    def optimizer_off():
+        return tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
+
+    assert not optimizer_off()
+    with adversarial.repeatable_training():
+        assert optimizer_off()
+    assert not optimizer_off()
