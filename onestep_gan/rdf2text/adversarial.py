@@ -430,7 +430,9 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     with repeatable_training():
         # 1. Discriminator pretraining (skipped when resuming: the backup holds D and its scores).
         hard_negatives = HardNegatives.for_preprocessor(preprocessor) if config.hard_negative_weight > 0 else None
-        pretrainer = DiscriminatorPretrainer(sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives)
+        pretrainer = DiscriminatorPretrainer(
+            sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives
+        )
         pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
         timing = {}
         if not backup.exists():
@@ -489,8 +491,9 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
                 # The backup keeps the last good epoch, but resuming from it would diverge again.
                 shutil.rmtree(run_dir / runs.BACKUP_DIR, ignore_errors=True)
                 raise TrainingDivergedError(
-                    f"{error} The last good generator and discriminator are in {run_dir / runs.GENERATOR_FILE} and "
-                    f"{run_dir / runs.DISCRIMINATOR_FILE} (none if the first epoch diverged)."
+                    f"{error} The last good generator and discriminator are in "
+                    f"{run_dir / runs.GENERATOR_FILE} and {run_dir / runs.DISCRIMINATOR_FILE} "
+                    "(none if the first epoch diverged)."
                 ) from error
         timing["adversarial_seconds"] = backup.train_seconds  # the whole fine-tuning, over its processes (resumes)
         timing["adversarial_seconds_this_process"] = time.perf_counter() - t0
