@@ -311,7 +311,6 @@ def test_pretrainer_fit_traces_its_step_once():
     assert len(traces) == 1
 
 
-
 def _pretrained_discriminator(steps=3):
     """D's weights after `steps` sample-free pretraining steps (real, mismatched and three kinds of
     hard negative: five calls of D a step), everything seeded anew."""
@@ -338,8 +337,8 @@ def _pretrained_discriminator(steps=3):
 
 def test_discriminator_steps_repeat_bit_for_bit_in_repeatable_training():
     """The stage trains inside `repeatable_training()`. Without it, on TensorFlow, the same
-    seed gave D other weights (in the last bits) from one run to the next: TensorFlow's graph
-    optimizer made the traced step's sums come out in a timing-dependent order."""
+    seed gave D other weights (in the last bits) from one run to the next, with TensorFlow's
+    graph optimizer on (which of its passes does it was not pinned down)."""
     with adversarial.repeatable_training():
         first = _pretrained_discriminator()
         for _ in range(3):

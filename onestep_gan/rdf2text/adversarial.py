@@ -58,7 +58,8 @@ def repeatable_training():
     from run to run with one seed, in the last bits from the first steps on (measured on 2
     CPU cores, TensorFlow 2.21: D's `score` kernel after one step; no single Grappler pass
     turned off fixed it). Without Grappler, graph steps give exactly the eager steps' values;
-    D's sample-free step took 0.38 s against 0.28 s there (the stage: 13.5 min against 10.0).
+    D's sample-free step took 0.38 s against 0.28 s there (the stage: 13.5 min against 10.0;
+    one run each, not a benchmark).
     XLA (`jit_compile=True`) also repeats, but took that step to 3 s on CPU.
     """
     if keras.backend.backend() != "tensorflow":
