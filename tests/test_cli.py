@@ -171,3 +171,12 @@ def test_generate_in_a_fresh_process_loads_the_run(trained_run):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(result.stdout.splitlines()) == 1
+
+
+def test_the_readmes_triplesets_outside_webnlg_are_valid_generate_input():
+    """The README reads `examples/triplesets_outside_webnlg.txt` with `generate --input`: 20 triplesets."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "triplesets_outside_webnlg.txt"
+    triple_sets = cli.parse_triple_sets(path.read_text(encoding="utf-8").splitlines())
+    assert len(triple_sets) == 20
+    assert sum(len(triples) for triples in triple_sets) == 57
+    assert all(2 <= len(triples) <= 4 for triples in triple_sets)
