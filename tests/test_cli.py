@@ -7,7 +7,7 @@ import pytest
 
 from onestep_gan.rdf2text import cli, evaluation
 from onestep_gan.rdf2text.webnlg import Triple
-from tests.conftest import fixture_2017_dir
+from tests.conftest import REPO_ROOT, fixture_2017_dir
 
 FIXTURE_2017 = fixture_2017_dir()
 
@@ -175,7 +175,7 @@ def test_generate_in_a_fresh_process_loads_the_run(trained_run):
 
 def test_the_readmes_triplesets_outside_webnlg_are_valid_generate_input():
     """The README reads `examples/triplesets_outside_webnlg.txt` with `generate --input`: 20 triplesets."""
-    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "triplesets_outside_webnlg.txt"
+    path = REPO_ROOT / "examples" / "triplesets_outside_webnlg.txt"
     triple_sets = cli.parse_triple_sets(path.read_text(encoding="utf-8").splitlines())
     assert len(triple_sets) == 20
     assert sum(len(triples) for triples in triple_sets) == 57
