@@ -6,7 +6,7 @@ prints one Markdown table: the MLE checkpoint and every variant on dev (the sele
 and test. Choose defaults by the dev columns; the test columns are for reporting.
 
     python examples/webnlg_adversarial_sweep.py --mle-run-dir runs/webnlg_mle \
-        --data-dir ../shared/webnlg/2017 --sweep-dir runs/sweep
+        --data-dir ../shared/webnlg/2017 --enriched-dir ../shared/webnlg/enriched --sweep-dir runs/sweep
     python examples/webnlg_adversarial_sweep.py ... --variants default lam0 no_feedback
 
 (`lamX` variants set `--adversarial-weight X`, the engine's `lam`.)
@@ -36,16 +36,22 @@ VARIANTS = {
     "pretrain400": ["--pretrain-steps", "400"],
     "beta_end1": ["--inverse-temperature-end", "1"],
     "ratio1": ["--generator-learning-rate-ratio", "1"],
+    "steps300": ["--adversarial-steps", "300"],  # fine-tuning twice as long
 }
 
 COLUMNS = (
     ("dev BLEU", "dev", "bleu_2017", 1),
+    ("dev chrF++", "dev", "chrf_pp", 1),
     ("dev cov %", "dev", "entity_coverage", 100),
+    ("dev SER %", "dev", "slot_error_rate", 100),
+    ("dev wrong %", "dev", "wrong_binding_rate", 100),
     ("dev rep-3 %", "dev", "repeated_trigram_share", 100),
     ("test BLEU", "test", "bleu_2017", 1),
     ("test unseen", "test_unseen", "bleu_2017", 1),
     ("test chrF++", "test", "chrf_pp", 1),
     ("test cov %", "test", "entity_coverage", 100),
+    ("test SER %", "test", "slot_error_rate", 100),
+    ("test wrong %", "test", "wrong_binding_rate", 100),
 )
 
 
@@ -94,6 +100,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mle-run-dir", required=True)
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
+    parser.add_argument(
+        "--enriched-dir", default=None,
+        help="the enriched WebNLG, for the gold mentions of an MLE run trained with them (default: $WEBNLG_ENRICHED_DIR)",
+    )
     parser.add_argument("--sweep-dir", default="runs/sweep")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--table-only", action="store_true", help="print the table of finished runs")
@@ -109,6 +119,8 @@ def main(argv=None):
             command = [sys.executable, script, "--mle-run-dir", args.mle_run_dir, "--run-dir", run_dir]
             if args.data_dir:
                 command += ["--data-dir", args.data_dir]
+            if args.enriched_dir:
+                command += ["--enriched-dir", args.enriched_dir]
             command += VARIANTS[name]
             print("running:", " ".join(command), flush=True)
             os.makedirs(run_dir, exist_ok=True)
