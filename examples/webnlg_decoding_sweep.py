@@ -17,6 +17,11 @@ repeats the settings with the weights averaged over that many epochs ending at t
 trained with `--average-checkpoints K` keeps the epoch weights for windows up to K). Nothing is
 written to the run.
 
+`--interpolate-with MLE_RUN --interpolation 0.5 0.75` repeats the settings with the run's weights
+interpolated with another run's of the same architecture, `a * run + (1 - a) * other` for each `a`
+(for an adversarial run and the MLE run it started from: robust fine-tuning's weight-space
+ensemble, Wortsman et al., 2022; `a` > 1 amplifies the fine-tuning's change).
+
 `--mask-predicate-words 0.5` decodes dev as if its predicates were unseen: each word of a
 predicate in the sources becomes UNK with that probability (seeded by `--mask-seed`, the same
 masks for every run with the same vocabulary), as about a third of the unseen test categories'
@@ -51,6 +56,10 @@ def main():
     parser.add_argument("--settings", nargs="+", default=["4,0.6,0", "4,0.6,1", "8,0.6,1", "12,0.6,1"])
     parser.add_argument("--average-checkpoints", type=int, nargs="+", default=None,
                         help="windows to compare (default: the run's model file as it is)")
+    parser.add_argument("--interpolate-with", default=None, metavar="RUN",
+                        help="a run of the same architecture whose weights are mixed in (see --interpolation)")
+    parser.add_argument("--interpolation", type=float, nargs="+", default=None, metavar="A",
+                        help="weights a of the run (1 - a of --interpolate-with's) to compare")
     parser.add_argument("--mask-predicate-words", type=float, default=0.0, metavar="RATE",
                         help="probability that each predicate word of a dev source becomes UNK (default 0)")
     parser.add_argument("--mask-seed", type=int, default=0, help="seed of those masks (default 0)")
@@ -59,26 +68,48 @@ def main():
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
+    if (args.interpolate_with is None) != (args.interpolation is None):
+        parser.error("--interpolate-with and --interpolation go together")
+    if args.interpolate_with is not None and args.average_checkpoints:
+        parser.error("--interpolate-with mixes the model files: it does not combine with --average-checkpoints")
     model, preprocessor, config = runs.load_run(args.run_dir)
     aligner = runs.load_aligner(args.run_dir) or SlotAligner.from_entries(runs.load_split("train", args.data_dir))
     dev = runs.load_split("dev", args.data_dir, config.max_eval_entries, config.seed)
     examples = preprocessor.encode_entries(dev, for_training=False)
     if args.mask_predicate_words:
         examples = mask_predicate_words(examples, preprocessor, args.mask_predicate_words, args.mask_seed)
-    print("| averaged epochs | beam | length penalty | rerank | BLEU-2017 | chrF++ | coverage % | slot errors % | wrong % | seconds |")
+    print("| weights | beam | length penalty | rerank | BLEU-2017 | chrF++ | coverage % | slot errors % | wrong % | seconds |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
-    for window in args.average_checkpoints or [None]:
+    variants = [("average", window) for window in args.average_checkpoints or [None]]
+    if args.interpolate_with is not None:
+        run_weights = model.get_weights()
+        other_weights = runs.load_run(args.interpolate_with)[0].get_weights()
+        variants = [("interpolate", a) for a in args.interpolation]
+    for kind, window in variants:
         averaged = "model file"
-        if window is not None:
+        if kind == "interpolate":
+            model.set_weights(interpolate(run_weights, other_weights, window))
+            averaged = f"a = {window:g}"
+        elif window is not None:
             epochs = averaging.average_run(model, args.run_dir, window)
             averaged = f"{epochs[0]}-{epochs[-1]}"
         for setting in args.settings:
             texts = sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged)
             if args.write_hypotheses is not None:
                 args.write_hypotheses.mkdir(parents=True, exist_ok=True)
-                suffix = "" if window is None else f"_avg{window}"
+                suffix = "" if window is None else f"_avg{window}" if kind == "average" else f"_a{window:g}"
                 path = args.write_hypotheses / f"dev_{setting.replace(',', '_')}{suffix}.txt"
                 path.write_text("".join(f"{text}\n" for text in texts), encoding="utf-8")
+
+
+def interpolate(weights, other_weights, a):
+    """`a * w + (1 - a) * o` for each pair of arrays of two models' `get_weights()` lists."""
+    if len(weights) != len(other_weights) or any(w.shape != o.shape for w, o in zip(weights, other_weights)):
+        raise ValueError(
+            "--interpolate-with needs a run of the same architecture: expected "
+            f"{[w.shape for w in weights]}. Received: {[o.shape for o in other_weights]}"
+        )
+    return [a * w + (1 - a) * o for w, o in zip(weights, other_weights)]
 
 
 def mask_predicate_words(examples, preprocessor, rate, seed):

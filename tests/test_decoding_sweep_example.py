@@ -35,3 +35,19 @@ def test_masking_replaces_predicate_words_alone_and_is_seeded():
         flags = preprocessor.predicate_word_mask(example.source_ids)
         for new, old, flag in zip(masked.source_ids, example.source_ids, flags):
             assert new == old or (flag and new == Vocabulary.UNK)
+
+
+def test_interpolation_mixes_each_array_and_refuses_other_architectures():
+    import numpy as np
+    import pytest
+
+    run = [np.array([1.0, 2.0]), np.array([[4.0]])]
+    other = [np.array([3.0, 6.0]), np.array([[0.0]])]
+    mixed = decoding_sweep.interpolate(run, other, 0.75)
+    np.testing.assert_allclose(mixed[0], [1.5, 3.0])
+    np.testing.assert_allclose(mixed[1], [[3.0]])
+    np.testing.assert_allclose(decoding_sweep.interpolate(run, other, 1.5)[0], [0.0, 0.0])  # beyond the run
+    with pytest.raises(ValueError, match="same architecture"):
+        decoding_sweep.interpolate(run, [np.array([3.0, 6.0]), np.array([0.0])], 0.5)
+    with pytest.raises(ValueError, match="same architecture"):
+        decoding_sweep.interpolate(run, other[:1], 0.5)
