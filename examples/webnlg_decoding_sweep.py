@@ -80,24 +80,24 @@ def main():
         examples = mask_predicate_words(examples, preprocessor, args.mask_predicate_words, args.mask_seed)
     print("| weights | beam | length penalty | rerank | BLEU-2017 | chrF++ | coverage % | slot errors % | wrong % | seconds |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    # (kind, value): ("average", epochs averaged or None for the model file) or ("interpolate", a)
     variants = [("average", window) for window in args.average_checkpoints or [None]]
     if args.interpolate_with is not None:
         run_weights = model.get_weights()
         other_weights = runs.load_run(args.interpolate_with)[0].get_weights()
         variants = [("interpolate", a) for a in args.interpolation]
-    for kind, window in variants:
-        averaged = "model file"
+    for kind, value in variants:
+        label, suffix = "model file", ""
         if kind == "interpolate":
-            model.set_weights(interpolate(run_weights, other_weights, window))
-            averaged = f"a = {window:g}"
-        elif window is not None:
-            epochs = averaging.average_run(model, args.run_dir, window)
-            averaged = f"{epochs[0]}-{epochs[-1]}"
+            model.set_weights(interpolate(run_weights, other_weights, value))
+            label, suffix = f"a = {value:g}", f"_a{value:g}"
+        elif value is not None:
+            epochs = averaging.average_run(model, args.run_dir, value)
+            label, suffix = f"{epochs[0]}-{epochs[-1]}", f"_avg{value}"
         for setting in args.settings:
-            texts = sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged)
+            texts = sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, label)
             if args.write_hypotheses is not None:
                 args.write_hypotheses.mkdir(parents=True, exist_ok=True)
-                suffix = "" if window is None else f"_avg{window}" if kind == "average" else f"_a{window:g}"
                 path = args.write_hypotheses / f"dev_{setting.replace(',', '_')}{suffix}.txt"
                 path.write_text("".join(f"{text}\n" for text in texts), encoding="utf-8")
 
@@ -125,7 +125,7 @@ def mask_predicate_words(examples, preprocessor, rate, seed):
     return masked
 
 
-def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, averaged):
+def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, weights_label):
     """Decodes dev with one `beam_width,length_penalty,rerank[,min_foreign]` setting, prints its
     row and returns the texts."""
     beam_width, length_penalty, rerank, *min_foreign = setting.split(",")
@@ -149,7 +149,7 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
     seconds = time.perf_counter() - start
     scores = evaluation.evaluate_outputs(texts, dev, aligner)["all"]
     print(
-        f"| {averaged} | {beam_width} | {length_penalty} | {rerank_label} | {scores['bleu_2017']:.2f} | "
+        f"| {weights_label} | {beam_width} | {length_penalty} | {rerank_label} | {scores['bleu_2017']:.2f} | "
         f"{scores['chrf_pp']:.2f} | {100 * scores['entity_coverage']:.2f} | "
         f"{100 * scores['slot_error_rate']:.2f} | {100 * scores['wrong_binding_rate']:.2f} | {seconds:.0f} |",
         flush=True,

@@ -3,6 +3,9 @@
 import importlib.util
 import warnings
 
+import numpy as np
+import pytest
+
 from onestep_gan.rdf2text import webnlg
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.vocabulary import Vocabulary
@@ -38,9 +41,6 @@ def test_masking_replaces_predicate_words_alone_and_is_seeded():
 
 
 def test_interpolation_mixes_each_array_and_refuses_other_architectures():
-    import numpy as np
-    import pytest
-
     run = [np.array([1.0, 2.0]), np.array([[4.0]])]
     other = [np.array([3.0, 6.0]), np.array([[0.0]])]
     mixed = decoding_sweep.interpolate(run, other, 0.75)
