@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 
-from onestep_gan.rdf2text.cli import run_script
+from onestep_gan.rdf2text.cli import add_enriched_dir_argument, run_script
 
 # name -> extra arguments of examples/webnlg_adversarial.py (on top of its defaults).
 VARIANTS = {
@@ -100,10 +100,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mle-run-dir", required=True)
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
-    parser.add_argument(
-        "--enriched-dir", default=None,
-        help="the enriched WebNLG, for the gold mentions of an MLE run trained with them (default: $WEBNLG_ENRICHED_DIR)",
-    )
+    add_enriched_dir_argument(parser)
     parser.add_argument("--sweep-dir", default="runs/sweep")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--table-only", action="store_true", help="print the table of finished runs")

@@ -1,4 +1,5 @@
-"""examples/webnlg_decoding_sweep.py: dev sources with their predicate words masked (unseen-like)."""
+"""examples/webnlg_decoding_sweep.py: dev sources with their predicate words masked (unseen-like), and two
+runs' weights mixed."""
 
 import importlib.util
 import warnings
