@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 
-from onestep_gan.rdf2text.cli import run_script
+from onestep_gan.rdf2text.cli import add_enriched_dir_argument, run_script
 
 ROWS = (
     ("test BLEU-2017 all", "test", "all", "bleu_2017", 1),
@@ -96,10 +96,7 @@ def main(argv=None):
     parser.add_argument("--mle-run-dir", required=True, help="a finished `onestep-gan train` run")
     parser.add_argument("--study-dir", required=True)
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
-    parser.add_argument(
-        "--enriched-dir", default=None,
-        help="the enriched WebNLG, for the gold mentions of an MLE run trained with them (default: $WEBNLG_ENRICHED_DIR)",
-    )
+    add_enriched_dir_argument(parser)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1234, 2, 3])
     parser.add_argument("--table-only", action="store_true", help="print the tables of finished stages")
     args = parser.parse_args(argv)
