@@ -73,8 +73,9 @@ def main():
     if args.interpolate_with is not None and args.average_checkpoints:
         parser.error("--interpolate-with mixes the model files: it does not combine with --average-checkpoints")
     model, preprocessor, config = runs.load_run(args.run_dir)
-    aligner = runs.load_aligner(args.run_dir) or SlotAligner.from_entries(runs.load_split("train", args.data_dir))
-    dev = runs.load_split("dev", args.data_dir, config.max_eval_entries, config.seed)
+    holdout = {"holdout_categories": config.holdout_categories}  # its held-out categories score as unseen
+    aligner = runs.load_aligner(args.run_dir) or SlotAligner.from_entries(runs.load_split("train", args.data_dir, **holdout))
+    dev = runs.load_split("dev", args.data_dir, config.max_eval_entries, config.seed, **holdout)
     examples = preprocessor.encode_entries(dev, for_training=False)
     if args.mask_predicate_words:
         examples = mask_predicate_words(examples, preprocessor, args.mask_predicate_words, args.mask_seed)

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from keras import ops
 
-from onestep_gan.rdf2text import adversarial, cli, inference, runs
+from onestep_gan.rdf2text import adversarial, cli, inference, mle, runs
 from onestep_gan.rdf2text.config import AdversarialConfig
 from onestep_gan.rdf2text.discriminator import TextDiscriminator
 from onestep_gan.rdf2text.sampling import TextSampler
 from onestep_gan.rdf2text.transformer import TransformerGenerator
 from tests.conftest import same_seed_rerun_in_one_process
-from tests.test_mle import FIXTURE_2017, TINY_SETTINGS
+from tests.test_mle import FIXTURE_2017, TINY_SETTINGS, tiny_config
 
 
 def tiny_parts(vocabulary_size=12):
@@ -116,6 +116,23 @@ def test_train_adversarial_end_to_end(adversarial_run):
     assert json.loads((run / "adversarial_summary.json").read_text())["mle"] is not None
     generator, discriminator = adversarial.load_gan_parts(run)
     assert generator.vocabulary_size == discriminator.vocabulary_size
+
+
+@pytest.mark.slow
+def test_the_stage_on_a_run_with_held_out_categories_scores_them_as_unseen(tmp_path):
+    """The stage reads its MLE run's `holdout_categories`: the same dev and test entries, marked alike."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("data handling, the same on every backend: run on TensorFlow")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        mle_results = mle.train_and_evaluate(tiny_config(holdout_categories=("Airport",)), FIXTURE_2017, tmp_path / "mle")
+    summary = _train_adversarial(tmp_path / "mle", tmp_path / "gan")
+    dev = json.loads((tmp_path / "gan" / "adversarial_dev_scores.json").read_text())
+    test = json.loads((tmp_path / "gan" / "adversarial_test_scores.json").read_text())
+    # test: Airport held out, Politician unseen; dev: Food, a category the run did not hold out.
+    assert {name: scores["count"] for name, scores in test.items()} == {"all": 2, "unseen": 2}
+    assert {name: scores["count"] for name, scores in dev.items()} == {"all": 1, "seen": 1}
+    assert summary["mle"] == mle_results["test"]  # the MLE run's own scores, on the same entries
 
 
 def test_generate_and_decode_read_the_chains_adversarial_run(adversarial_run, tmp_path, monkeypatch, capsys):

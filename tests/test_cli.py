@@ -49,6 +49,9 @@ def test_config_flags_cover_every_field_and_leave_the_rest_at_defaults():
     config = cli.config_from_arguments(cli.MLEConfig, args)
     assert (config.num_heads, config.max_eval_entries) == (8, None)
     assert config.feedforward_dim == cli.MLEConfig().feedforward_dim  # no hidden coupling
+    args = cli.build_parser().parse_args(["train", "--holdout-categories", "Airport", "Food", "--bucket-boundaries", "8", "16"])
+    config = cli.config_from_arguments(cli.MLEConfig, args)
+    assert (config.holdout_categories, config.bucket_boundaries) == (("Airport", "Food"), (8, 16))
     args = cli.build_parser().parse_args(["adversarial", "--no-feedback-gradient", "--adversarial-weight", "0"])
     config = cli.config_from_arguments(cli.AdversarialConfig, args)
     assert (config.feedback_gradient, config.adversarial_weight) == (False, 0.0)
@@ -120,6 +123,20 @@ def test_evaluate_writes_scores(tmp_path):
     assert scores["all"]["count"] == 2 and scores["seen"]["count"] == 1
     assert scores["all"]["bleu_2017"] > 0
     assert (tmp_path / "test_evaluated_scores.md").is_file()
+
+
+def test_evaluate_scores_a_run_with_held_out_categories_on_its_own_train(tmp_path):
+    """`evaluate --run-dir` of a run trained with `holdout_categories` scores the held-out
+    category's test entry as unseen, as the run's own reports do."""
+    hypotheses = tmp_path / "test_hypotheses.txt"
+    hypotheses.write_text("Aarhus Airport is the city served of Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
+    cli.MLEConfig(holdout_categories=("Airport",)).save(tmp_path / "config.json")
+    argv = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
+    assert cli.main(argv) == 0  # no run: the whole train: the Airport entry is seen
+    assert json.loads((tmp_path / "test_evaluated_scores.json").read_text())["seen"]["count"] == 1
+    assert cli.main(argv + ["--run-dir", str(tmp_path)]) == 0
+    scores = json.loads((tmp_path / "test_evaluated_scores.json").read_text())
+    assert "seen" not in scores and scores["unseen"]["count"] == 2
 
 
 def test_evaluate_inversions_counts_a_relation_stated_the_wrong_way_round(tmp_path):

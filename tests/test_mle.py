@@ -1,7 +1,9 @@
 import dataclasses
 import json
+import logging
 import math
 import pathlib
+import shutil
 import warnings
 
 import keras
@@ -10,6 +12,7 @@ import pytest
 
 from onestep_gan.rdf2text import inference, mle, runs
 from onestep_gan.rdf2text.config import MLEConfig
+from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy
 from tests.conftest import fixture_2017_dir, same_seed_rerun_in_one_process
 
@@ -102,9 +105,12 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
 
 
 def test_config_round_trip_and_validation(tmp_path):
-    config = MLEConfig.quick(epochs=4)
+    config = MLEConfig.quick(epochs=4, holdout_categories=["Airport", "Food"])
+    assert config.holdout_categories == ("Airport", "Food")  # a list from JSON or code: a tuple
     config.save(tmp_path / "config.json")
     assert MLEConfig.load(tmp_path / "config.json") == config
+    with pytest.raises(ValueError, match=r"field 'holdout_categories': expected a list of strings\. Received: \[1\]"):
+        MLEConfig.from_dict({"holdout_categories": [1]})
     assert config.epochs == 4 and config.max_train_entries == MLEConfig.quick().max_train_entries
     with pytest.raises(ValueError, match="decode_method"):
         MLEConfig(decode_method="sample")
@@ -235,6 +241,33 @@ def test_a_run_with_entity_roles_trains_and_its_saved_run_encodes_with_them(tmp_
     (text,) = inference.generate_texts(model, preprocessor, [[("Alan_Bean", "birthPlace", "Wheeler,_Texas")]],
                                        method="greedy")
     assert isinstance(text, str)  # one epoch: any words
+
+
+def test_a_run_with_held_out_categories_trains_without_them_and_scores_them_as_unseen(tmp_path, caplog):
+    """`holdout_categories`: no word, example or aligner cue of a held-out category reaches the run;
+    its dev entries score as unseen and do not choose the checkpoint; `decode_run` keeps all that."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("data handling, the same on every backend: run on TensorFlow")
+    data = tmp_path / "2017"
+    shutil.copytree(FIXTURE_2017, data)
+    # A dev entry of a train category (the fixture's dev holds Food, which train lacks).
+    shutil.copy(data / "train/1triples/1triple_Airport_train_fixture.xml", data / "dev/1triples/1triple_Airport_dev_fixture.xml")
+    config = tiny_config(holdout_categories=("Airport",))
+    with warnings.catch_warnings(), caplog.at_level(logging.INFO, logger="onestep_gan.rdf2text.mle"):
+        warnings.simplefilter("ignore", UserWarning)
+        results = mle.train_and_evaluate(config, data, tmp_path / "run")
+    # Train keeps the Astronaut entry (1 text); dev's loss reads the Food entry's 1 text alone.
+    assert "1 train and 1 dev (loss) examples" in caplog.text
+    _, preprocessor, loaded = runs.load_run(tmp_path / "run")
+    assert loaded.holdout_categories == ("Airport",)
+    assert "born" in preprocessor.vocabulary and "serves" not in preprocessor.vocabulary
+    train = runs.load_split("train", data, holdout_categories=("Airport",))
+    assert [entry.category for entry in train] == ["Astronaut"]
+    assert runs.load_aligner(tmp_path / "run").cues == SlotAligner.from_entries(train).cues
+    # dev: Food seen, Airport (its one entry with texts) unseen; test: Airport held out, Politician unseen.
+    assert (results["dev"]["seen"]["count"], results["dev"]["unseen"]["count"]) == (1, 1)
+    assert "seen" not in results["test"] and results["test"]["unseen"]["count"] == 2
+    assert mle.decode_run(tmp_path / "run", data) == {"dev": results["dev"], "test": results["test"]}
 
 
 def test_the_training_batches_carry_the_predicate_word_dropout():

@@ -390,12 +390,13 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
 
     mentions = {"gold_mentions": mle_config.gold_mentions, "enriched_dir": enriched_dir}
-    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed, **mentions)
+    holdout = {"holdout_categories": mle_config.holdout_categories}  # the MLE run's train categories
+    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed, **mentions, **holdout)
     # The same dev/test entries and decoding settings as the MLE run, so scores compare.
-    dev_entries = runs.load_split("dev", data_dir, mle_config.max_eval_entries, mle_config.seed, **mentions)
-    test_entries = runs.load_split("test", data_dir, mle_config.max_eval_entries, mle_config.seed)
+    dev_entries = runs.load_split("dev", data_dir, mle_config.max_eval_entries, mle_config.seed, **mentions, **holdout)
+    test_entries = runs.load_split("test", data_dir, mle_config.max_eval_entries, mle_config.seed, **holdout)
     aligner = runs.load_aligner(mle_run_dir) or SlotAligner.from_entries(
-        runs.load_split("train", data_dir)
+        runs.load_split("train", data_dir, **holdout)
     )
     checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)

@@ -218,11 +218,12 @@ def _evaluate(args):
     output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
     if output_dir.exists() and not output_dir.is_dir():
         raise ValueError(f"--output-dir {output_dir} is a file: expected a folder (created if missing).")
-    limit, seed = None, 0
-    if args.run_dir:  # a sampled run (--quick, --max-eval-entries) is scored on its own sample
-        config = runs.load_config(pathlib.Path(args.run_dir) / runs.CONFIG_FILE)
-        limit, seed = config.max_eval_entries, config.seed
-    entries = runs.sample_entries(webnlg.load_webnlg(args.split, args.data_dir), limit, seed)
+    limit, seed, holdout = None, 0, ()
+    if args.run_dir:  # a sampled run (--quick, --max-eval-entries) is scored on its own sample,
+        config = runs.load_config(pathlib.Path(args.run_dir) / runs.CONFIG_FILE)  # and its own train
+        limit, seed, holdout = config.max_eval_entries, config.seed, config.holdout_categories
+    entries = runs.hold_out_categories(webnlg.load_webnlg(args.split, args.data_dir), args.split, holdout)
+    entries = runs.sample_entries(entries, limit, seed)
     if len(hypotheses) != len(entries):
         raise ValueError(
             f"Expected one hypothesis per {args.split} entry ({len(entries)}"
@@ -232,7 +233,8 @@ def _evaluate(args):
         )
     name = args.name or f"{args.split}_evaluated"
     aligner = SlotAligner.from_entries(
-        webnlg.load_webnlg("train", args.data_dir), min_foreign=args.min_foreign, inversions=args.inversions
+        runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", holdout),
+        min_foreign=args.min_foreign, inversions=args.inversions,
     )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))

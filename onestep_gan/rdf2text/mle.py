@@ -246,16 +246,21 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     # 1. Data: vocabulary from train only; one training example per reference text. Read
     #    before anything is written, so that bad data leaves no half-made run folder.
     mentions = {"gold_mentions": config.gold_mentions, "enriched_dir": enriched_dir}
-    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed, **mentions)
-    dev_entries = runs.load_split("dev", data_dir, config.max_eval_entries, config.seed, **mentions)
-    test_entries = runs.load_split("test", data_dir, config.max_eval_entries, config.seed)
+    holdout = {"holdout_categories": config.holdout_categories}
+    train_entries = runs.load_split("train", data_dir, config.max_train_entries, config.seed, **mentions, **holdout)
+    dev_entries = runs.load_split("dev", data_dir, config.max_eval_entries, config.seed, **mentions, **holdout)
+    test_entries = runs.load_split("test", data_dir, config.max_eval_entries, config.seed, **holdout)
     preprocessor = TextPreprocessor.build(
         train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count,
         predicate_placeholders=config.predicate_placeholders, entity_roles=config.entity_roles,
     )
     _check_saved_vocabulary(run_dir, preprocessor.vocabulary)
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)
-    dev_loss_examples = preprocessor.encode_entries(dev_entries, for_training=True)
+    # Held-out categories (`config.holdout_categories`) stand in for unseen ones: they do not
+    # choose the checkpoint, as the test set's unseen categories do not.
+    dev_loss_examples = preprocessor.encode_entries(
+        [entry for entry in dev_entries if entry.seen is not False], for_training=True
+    )
     dev_examples = preprocessor.encode_entries(dev_entries, for_training=False)
     test_examples = preprocessor.encode_entries(test_entries, for_training=False)
     logger.info(
@@ -487,12 +492,16 @@ def decode_run(run_dir, data_dir=None, **decoding):
         _average_checkpoints(model, run_dir, averaging.run_best_epoch(run_dir), config.average_checkpoints)
     aligner = runs.load_aligner(run_dir)
     if aligner is None:
-        aligner = SlotAligner.from_entries(runs.load_split("train", data_dir, config.max_train_entries, config.seed))
+        aligner = SlotAligner.from_entries(runs.load_split(
+            "train", data_dir, config.max_train_entries, config.seed, holdout_categories=config.holdout_categories
+        ))
         aligner.save(run_dir / runs.ALIGNER_FILE)
     decode = decoder_for(model, preprocessor, config, aligner, discriminator=discriminator)
     results, decode_seconds = {}, {}
     for name in ("dev", "test"):
-        entries = runs.load_split(name, data_dir, config.max_eval_entries, config.seed)
+        entries = runs.load_split(
+            name, data_dir, config.max_eval_entries, config.seed, holdout_categories=config.holdout_categories
+        )
         t0 = time.perf_counter()
         hypotheses = decode(preprocessor.encode_entries(entries, for_training=False))
         decode_seconds[name] = time.perf_counter() - t0

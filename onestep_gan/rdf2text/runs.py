@@ -15,10 +15,11 @@ An adversarial run folder (`adversarial.train_adversarial`) holds the same `conf
 so `generate` and `evaluate` work on both.
 
 `load_split` is the one way the jobs read WebNLG splits (with the seeded sampling of
-`max_train_entries` / `max_eval_entries`), so an adversarial run decodes exactly the dev and
-test entries of its MLE run.
+`max_train_entries` / `max_eval_entries`, and the categories `holdout_categories` holds out of
+train), so an adversarial run decodes exactly the dev and test entries of its MLE run.
 """
 
+import dataclasses
 import json
 import logging
 import pathlib
@@ -56,11 +57,41 @@ def sample_entries(entries, limit, seed):
     return [entries[index] for index in chosen]
 
 
-def load_split(split, data_dir=None, limit=None, seed=0, gold_mentions=False, enriched_dir=None):
-    """WebNLG `split` entries (`webnlg.load_webnlg`), sampled by `sample_entries`; with
-    `gold_mentions`, their texts' mentions from the enriched corpus in `enriched_dir`
-    (`enriched.with_mentions`; None: `$WEBNLG_ENRICHED_DIR`)."""
-    entries = sample_entries(webnlg.load_webnlg(split, data_dir), limit, seed)
+def hold_out_categories(entries, split, categories):
+    """`entries` of `split` with the train `categories` held out (`MLEConfig.holdout_categories`):
+    train loses their entries; a dev or test entry of a held-out category is unseen (`seen`
+    False), the other dev entries are seen, the other test entries as WebNLG marks them.
+
+    Raises ValueError for train entries when a category is not one of theirs.
+    """
+    categories = set(categories)
+    if not categories:
+        return list(entries)
+    if split == "train":
+        known = {entry.category for entry in entries}
+        unknown = sorted(categories - known)
+        if unknown:
+            raise ValueError(
+                f"holdout_categories: {', '.join(unknown)} not among the train categories. "
+                f"Expected some of: {', '.join(sorted(known))}"
+            )
+        if categories >= known:
+            raise ValueError(f"holdout_categories: holding out every train category ({', '.join(sorted(known))}) leaves nothing to train on.")
+        return [entry for entry in entries if entry.category not in categories]
+    return [
+        dataclasses.replace(entry, seen=entry.seen is not False and entry.category not in categories)
+        for entry in entries
+    ]
+
+
+def load_split(split, data_dir=None, limit=None, seed=0, gold_mentions=False, enriched_dir=None,
+               holdout_categories=()):
+    """WebNLG `split` entries (`webnlg.load_webnlg`), with `holdout_categories` held out
+    (`hold_out_categories`), sampled by `sample_entries`; with `gold_mentions`, their texts'
+    mentions from the enriched corpus in `enriched_dir` (`enriched.with_mentions`; None:
+    `$WEBNLG_ENRICHED_DIR`)."""
+    entries = hold_out_categories(webnlg.load_webnlg(split, data_dir), split, holdout_categories)
+    entries = sample_entries(entries, limit, seed)
     if gold_mentions:
         entries = enriched.with_mentions(entries, enriched.load_mentions(split, enriched_dir))
     logger.info("Loaded %d %s entries", len(entries), split)
