@@ -27,6 +27,9 @@ predicate in the sources becomes UNK with that probability (seeded by `--mask-se
 masks for every run with the same vocabulary), as about a third of the unseen test categories'
 predicate words are (dev's are all known). `--write-hypotheses DIR` saves each setting's outputs
 (`DIR/dev_<setting>.txt`, one line per entry) for `webnlg_read_sample.py --hypotheses`.
+
+A run trained with `--holdout-categories` gets a row for dev's seen and unseen entries too (its
+held-out categories' dev entries are its unseen ones, `runs.hold_out_categories`).
 """
 
 import argparse
@@ -49,7 +52,7 @@ from onestep_gan.rdf2text.cli import run_script  # noqa: E402
 from onestep_gan.rdf2text.config import _optional_float  # noqa: E402
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n")[0])
     parser.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
@@ -65,7 +68,7 @@ def main():
     parser.add_argument("--mask-seed", type=int, default=0, help="seed of those masks (default 0)")
     parser.add_argument("--write-hypotheses", type=pathlib.Path, default=None, metavar="DIR",
                         help="save each setting's dev outputs in DIR/dev_<setting>.txt")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
     if (args.interpolate_with is None) != (args.interpolation is None):
@@ -79,8 +82,8 @@ def main():
     examples = preprocessor.encode_entries(dev, for_training=False)
     if args.mask_predicate_words:
         examples = mask_predicate_words(examples, preprocessor, args.mask_predicate_words, args.mask_seed)
-    print("| weights | beam | length penalty | rerank | BLEU-2017 | chrF++ | coverage % | slot errors % | wrong % | seconds |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("| weights | beam | length penalty | rerank | dev | BLEU-2017 | chrF++ | coverage % | slot errors % | wrong % | seconds |")
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|")
     # (kind, value): ("average", epochs averaged or None for the model file) or ("interpolate", a)
     variants = [("average", window) for window in args.average_checkpoints or [None]]
     if args.interpolate_with is not None:
@@ -148,13 +151,14 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
         reranker=reranker,
     )
     seconds = time.perf_counter() - start
-    scores = evaluation.evaluate_outputs(texts, dev, aligner)["all"]
-    print(
-        f"| {weights_label} | {beam_width} | {length_penalty} | {rerank_label} | {scores['bleu_2017']:.2f} | "
-        f"{scores['chrf_pp']:.2f} | {100 * scores['entity_coverage']:.2f} | "
-        f"{100 * scores['slot_error_rate']:.2f} | {100 * scores['wrong_binding_rate']:.2f} | {seconds:.0f} |",
-        flush=True,
-    )
+    # "all", and for a run with held-out categories (`holdout_categories`) "seen" and "unseen".
+    for subset, scores in evaluation.evaluate_outputs(texts, dev, aligner).items():
+        print(
+            f"| {weights_label} | {beam_width} | {length_penalty} | {rerank_label} | {subset} | "
+            f"{scores['bleu_2017']:.2f} | {scores['chrf_pp']:.2f} | {100 * scores['entity_coverage']:.2f} | "
+            f"{100 * scores['slot_error_rate']:.2f} | {100 * scores['wrong_binding_rate']:.2f} | {seconds:.0f} |",
+            flush=True,
+        )
     return texts
 
 

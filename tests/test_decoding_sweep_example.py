@@ -1,16 +1,21 @@
-"""examples/webnlg_decoding_sweep.py: dev sources with their predicate words masked (unseen-like), and two
-runs' weights mixed."""
+"""examples/webnlg_decoding_sweep.py: dev sources with their predicate words masked (unseen-like), two
+runs' weights mixed, and the rows of a run with held-out categories."""
 
+import contextlib
 import importlib.util
+import io
 import warnings
+
+import keras
 
 import numpy as np
 import pytest
 
-from onestep_gan.rdf2text import webnlg
+from onestep_gan.rdf2text import mle, webnlg
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.vocabulary import Vocabulary
 from tests.conftest import REPO_ROOT, fixture_2017_dir
+from tests.test_mle import fixture_with_an_airport_dev_entry, tiny_config
 
 _spec = importlib.util.spec_from_file_location("decoding_sweep", REPO_ROOT / "examples" / "webnlg_decoding_sweep.py")
 decoding_sweep = importlib.util.module_from_spec(_spec)
@@ -52,3 +57,19 @@ def test_interpolation_mixes_each_array_and_refuses_other_architectures():
         decoding_sweep.interpolate(run, [np.array([3.0, 6.0]), np.array([0.0])], 0.5)
     with pytest.raises(ValueError, match="same architecture"):
         decoding_sweep.interpolate(run, other[:1], 0.5)
+
+
+def test_a_run_with_held_out_categories_gets_a_row_for_dev_seen_and_unseen(tmp_path):
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("data handling, the same on every backend: run on TensorFlow")
+    data = fixture_with_an_airport_dev_entry(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        results = mle.train_and_evaluate(tiny_config(holdout_categories=("Airport",)), data, tmp_path / "run")
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            decoding_sweep.main(["--run-dir", str(tmp_path / "run"), "--data-dir", str(data), "--settings", "2,0.6,1"])
+    rows = [line.split(" | ") for line in printed.getvalue().splitlines()[2:]]
+    assert [row[4] for row in rows] == ["all", "seen", "unseen"]
+    # The run's own settings (beam 2, length penalty 0.6, reranked): the run's own dev scores.
+    assert [float(row[5]) for row in rows] == [round(results["dev"][name]["bleu_2017"], 2) for name in ("all", "seen", "unseen")]

@@ -243,15 +243,21 @@ def test_a_run_with_entity_roles_trains_and_its_saved_run_encodes_with_them(tmp_
     assert isinstance(text, str)  # one epoch: any words
 
 
+def fixture_with_an_airport_dev_entry(tmp_path):
+    """A copy of the 2017 fixture whose dev also holds an entry of a train category (Airport;
+    the fixture's dev holds Food alone, which train lacks), for runs that hold Airport out."""
+    data = tmp_path / "2017"
+    shutil.copytree(FIXTURE_2017, data)
+    shutil.copy(data / "train/1triples/1triple_Airport_train_fixture.xml", data / "dev/1triples/1triple_Airport_dev_fixture.xml")
+    return data
+
+
 def test_a_run_with_held_out_categories_trains_without_them_and_scores_them_as_unseen(tmp_path, caplog):
     """`holdout_categories`: no word, example or aligner cue of a held-out category reaches the run;
     its dev entries score as unseen and do not choose the checkpoint; `decode_run` keeps all that."""
     if keras.backend.backend() != "tensorflow":
         pytest.skip("data handling, the same on every backend: run on TensorFlow")
-    data = tmp_path / "2017"
-    shutil.copytree(FIXTURE_2017, data)
-    # A dev entry of a train category (the fixture's dev holds Food, which train lacks).
-    shutil.copy(data / "train/1triples/1triple_Airport_train_fixture.xml", data / "dev/1triples/1triple_Airport_dev_fixture.xml")
+    data = fixture_with_an_airport_dev_entry(tmp_path)
     config = tiny_config(holdout_categories=("Airport",))
     with warnings.catch_warnings(), caplog.at_level(logging.INFO, logger="onestep_gan.rdf2text.mle"):
         warnings.simplefilter("ignore", UserWarning)
