@@ -7,7 +7,6 @@ import io
 import warnings
 
 import keras
-
 import numpy as np
 import pytest
 

@@ -222,6 +222,7 @@ def _evaluate(args):
     if args.run_dir:  # a sampled run (--quick, --max-eval-entries) is scored on its own sample,
         config = runs.load_config(pathlib.Path(args.run_dir) / runs.CONFIG_FILE)  # and its own train
         limit, seed, holdout = config.max_eval_entries, config.seed, config.holdout_categories
+    # `runs.load_split` without its INFO line, which would make a user error two lines on stderr.
     entries = runs.hold_out_categories(webnlg.load_webnlg(args.split, args.data_dir), args.split, holdout)
     entries = runs.sample_entries(entries, limit, seed)
     if len(hypotheses) != len(entries):
