@@ -1,4 +1,7 @@
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -289,3 +292,35 @@ def test_inversions_call_a_relation_stated_the_wrong_way_round_wrong(aligner):
     # Every mention decides: one mention stated the right way keeps the triple correct.
     both = "Alan Bean is the birth place of Wheeler, Texas. Alan Bean was born in Wheeler, Texas."
     assert inverting.judge(born, both).labels == ("correct",)
+
+
+_HASH_SEED_PROBE = """
+from onestep_gan.rdf2text.faithfulness import SlotAligner
+from onestep_gan.rdf2text.webnlg import Triple
+
+# Weights whose float sum depends on the order they are added in: 0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1.
+cues = {
+    "birth place": {"L1:in": 0.1, "L2:born": 0.2, "L:born": 0.3, "L:was": 0.7},
+    "occupation": {"L1:in": 0.3, "L2:born": 0.1, "L:born": 0.2, "L:as": 0.7},
+    "death place": {"L1:in": 0.2, "L2:born": 0.3, "L:born": 0.1, "L:was": 0.6},
+}
+aligner = SlotAligner(cues, margin=0.0, min_rival=0.0, max_own_share=10.0, min_foreign=0.0)
+triples = (Triple("Alan_Bean", "birthPlace", "Wheeler"), Triple("Alan_Bean", "occupation", "Test_pilot"))
+tokens = "ENT_1 was born in ENT_2 , he served as ENT_3 .".split()
+judgement = aligner.judge_delexicalised(triples, tokens)
+print([(t.label, repr(t.own), repr(t.rival), t.rival_predicate, t.foreign) for t in judgement.triples])
+print(aligner.similar_predicates("birthPlace", "deathPlace"), aligner.similar_predicates("birthPlace", "occupation"))
+"""
+
+
+def test_scores_and_labels_do_not_depend_on_the_hash_seed():
+    # Python orders a set of strings by their hashes, which change with PYTHONHASHSEED from one
+    # process to the next; the aligner sums cue weights over sets, so the order must not matter.
+    outputs = set()
+    for seed in range(8):
+        result = subprocess.run(
+            [sys.executable, "-c", _HASH_SEED_PROBE], capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+        )
+        outputs.add(result.stdout)
+    assert len(outputs) == 1, outputs

@@ -17,17 +17,17 @@ binding, the triple-level analogue of the slot error rate of the E2E challenge (
 
 Besides the per-triple labels, `extra_entities` counts entities the text mentions that are not in
 the input: placeholders `ENT_k` beyond the input's, and known entities of the training corpus
-(a gazetteer of train subjects/objects: capitalised, not numbers or dates) found in the words
-that are not input entities.
+(a gazetteer of train subjects/objects: capitalised, not numbers or dates; `mentions.py`) found
+in the words that are not input entities.
 
 How the aligner works (`SlotAligner`):
 1. Entities are found as `preprocessing.delexicalise` finds them (exact form, then its fallbacks:
    aliases, "3 October 1983" for 1983-10-03, ...), then, in surface text only, looser forms of
-   the entities still not found (`delexicalise_loosely`): ordinal days ("30th March"), the name
+   the entities still not found (`delexicalise_loosely`, from `mentions.py`): ordinal days ("30th March"), the name
    without its parenthesis, numbers with or without decimals / thousands separators, country
    demonyms ("American"), "Hardcover" = "hardback", the head before " of " / " in " ("Felipe VI"),
    plurals and singulars ("vegetables", "Asian American"), a surname alone, one-typo spellings
-   ("Klaus Lohannis"), and 3/4 of the words of a long literal in order. An entity written only
+   ("Guadalaraja"), and 3/4 of the words of a long literal in order. An entity written only
    inside another mentioned entity ("Pakistan" in "Punjab, Pakistan") counts as mentioned.
 2. Mining (`SlotAligner.from_entries`): in the delexicalised train references, for every mention
    of a placeholder that is the object of exactly one triple and the subject of none, the context
@@ -68,19 +68,12 @@ import functools
 import json
 import math
 import pathlib
-import re
 
-from onestep_gan.rdf2text import preprocessing
+from onestep_gan.rdf2text import mentions, preprocessing
 
 LABELS = ("correct", "missing", "wrong")
 SUBJECT_MARK, ENTITY_MARK, BOUNDARY_MARK = "<S>", "<E>", "<B>"
 _SENTENCE_END = frozenset({".", "!", "?", ";"})
-_STOPWORDS = frozenset(
-    "a an the of in on at to for by with from and or is are was were be been has have had "
-    "its it this that which who as also".split()
-)
-_NUMBER = re.compile(r"^-?\d+(?:[.,]\d+)*$")
-_DATE_LIKE = re.compile(r"^\d{4}(?:-\d{2}){0,2}$")
 
 
 _MONTH_WORDS = frozenset(
@@ -93,7 +86,7 @@ def _lemma(word):
     """Lowercase, light plural stripping ("awards" -> "award", "class" stays); numbers -> "<NUM>",
     month names -> "<MONTH>"."""
     word = word.lower()
-    if any(char.isdigit() for char in word) and _NUMBER.match(word.rstrip("stndrh")):
+    if any(char.isdigit() for char in word) and mentions.NUMBER.match(word.rstrip("stndrh")):
         return "<NUM>"
     if word in _MONTH_WORDS:
         return "<MONTH>"
@@ -115,7 +108,7 @@ def predicate_words(predicate):
     """Content words of a predicate, lemmatised: "birthPlace" -> ("birth", "place")."""
     return tuple(
         _lemma(word) for word in predicate_key(predicate).split()
-        if word not in _STOPWORDS and not word.isdigit()
+        if word not in mentions.STOPWORDS and not word.isdigit()
     )
 
 
@@ -239,11 +232,20 @@ def _input_view(triples):
     nested_in = {
         inner: tuple(outer for outer, outer_keys in keys.items()
                      if outer != inner and len(outer_keys) > len(inner_keys)
-                     and _contains(outer_keys, inner_keys))
+                     and mentions.contains(outer_keys, inner_keys))
         for inner, inner_keys in keys.items() if inner_keys
     }
     predicate_keys = frozenset(predicate_key(triple.predicate) for triple in triples)
     return _Input(dict(example.entity_map), tuple(slots), nested_in, predicate_keys)
+
+
+def delexicalise_loosely(triples, text):
+    """`preprocessing.delexicalise(triples, text).target_tokens`, then the looser forms of the
+    entities still not found (ordinal days "30th" read as "30" first)."""
+    triples = tuple(triples)
+    text = mentions.normalise_ordinal_days(text)
+    tokens = preprocessing.delexicalise(list(triples), text).target_tokens
+    return mentions.replace_loose_forms(tokens, _input_view(triples).entity_map)
 
 
 def context_features(tokens, position, subject, window=5, near=2):
@@ -272,7 +274,7 @@ def context_features(tokens, position, subject, window=5, near=2):
             word = _lemma(token)
             if offset <= near:
                 features.append(f"{side}{offset}:{word}")
-            if word not in _STOPWORDS:
+            if word not in mentions.STOPWORDS:
                 features.append(f"{side}:{word}")
             index += step
     return features
@@ -315,7 +317,7 @@ class SlotAligner:
         self.min_foreign = None if min_foreign is None else float(min_foreign)
         self.inversions = bool(inversions)
         self._postings = None  # feature -> [(predicate key, weight)], built when first needed
-        self._gazetteer_index = _build_gazetteer_index(self.gazetteer)
+        self._gazetteer_index = mentions.gazetteer_index(self.gazetteer)
         self._weights_cache = {}
         self._similarity_cache = {}
 
@@ -335,7 +337,7 @@ class SlotAligner:
         """
         window, near = kwargs.get("window", 5), kwargs.get("near", 2)
         counts = collections.defaultdict(collections.Counter)
-        mentions = collections.Counter()
+        mention_counts = collections.Counter()
         background = collections.Counter()
         total = 0
         gazetteer = set()
@@ -364,12 +366,12 @@ class SlotAligner:
                     key = predicate_key(predicate)
                     features = set(context_features(tokens, position, subject, window, near))
                     counts[key].update(features)
-                    mentions[key] += 1
+                    mention_counts[key] += 1
                     background.update(features)
                     total += 1
         cues = {}
         for key, feature_counts in counts.items():
-            denominator = mentions[key] + smoothing
+            denominator = mention_counts[key] + smoothing
             weights = {}
             for feature, count in feature_counts.items():
                 if count < min_count:
@@ -378,7 +380,7 @@ class SlotAligner:
                 if weight > 0:
                     weights[feature] = round(weight, 3)
             cues[key] = weights
-        return cls(cues, sorted(_usable_gazetteer(gazetteer)), **kwargs)
+        return cls(cues, sorted(mentions.usable_gazetteer(gazetteer)), **kwargs)
 
     # ---------------------------------------------------------------------------- judging
 
@@ -404,7 +406,7 @@ class SlotAligner:
                     positions[token].append(index)
                 elif token not in extra:
                     extra.append(token)
-        for name in _gazetteer_mentions(tokens, self._gazetteer_index, view.entity_map.values()):
+        for name in mentions.gazetteer_mentions(tokens, self._gazetteer_index, view.entity_map.values()):
             if name not in extra:
                 extra.append(name)
         judgements = [
@@ -492,11 +494,14 @@ class SlotAligner:
                 for feature, weight in weights.items():
                     postings[feature].append((key, weight))
             self._postings = dict(postings)
-        scores = collections.Counter()
+        weights_of = collections.defaultdict(list)
         for feature in set(features):
             for key, weight in self._postings.get(feature, ()):
-                scores[key] += weight
-        for key, score in scores.most_common():
+                weights_of[key].append(weight)
+        # Exact sums and ties broken by key: the same answer whatever the order of the set.
+        scores = sorted(((math.fsum(weights), key) for key, weights in weights_of.items()),
+                        key=lambda pair: (-pair[0], pair[1]))
+        for score, key in scores:
             if key not in input_keys and not self.similar_predicates(predicate, key):
                 return score, key
         return 0.0, None
@@ -518,8 +523,9 @@ class SlotAligner:
         similar = self._similarity_cache.get(pair)
         if similar is None:
             a, b = self._weights(first), self._weights(second)
-            dot = sum(weight * b[feature] for feature, weight in a.items() if feature in b)
-            norm = math.sqrt(sum(w * w for w in a.values()) * sum(w * w for w in b.values()))
+            # Exact sums: the cue tables' order follows the order in which mining met the features.
+            dot = math.fsum(weight * b[feature] for feature, weight in a.items() if feature in b)
+            norm = math.sqrt(math.fsum(w * w for w in a.values()) * math.fsum(w * w for w in b.values()))
             similar = bool(norm) and dot / norm >= self.max_similarity
             self._similarity_cache[pair] = similar
         return similar
@@ -623,258 +629,9 @@ def _inverted_mention(tokens, position, subject, predicate):
 
 
 def _score(weights, features):
-    return sum(weights.get(feature, 0.0) for feature in set(features))
-
-
-# -------------------------------------------------------------------- looser entity forms
-
-
-# Adjectives / nouns of frequent WebNLG countries, tried as looser forms of the country.
-_DEMONYMS = {
-    "United States": ("American", "Americans", "United States of America"),
-    "United Kingdom": ("British", "Great Britain"),
-    "India": ("Indian",), "Italy": ("Italian",), "Spain": ("Spanish",), "France": ("French",),
-    "Mexico": ("Mexican",), "Japan": ("Japanese",), "Germany": ("German",),
-    "Indonesia": ("Indonesian",), "Malaysia": ("Malaysian",), "Philippines": ("Filipino", "Philippine"),
-    "Brazil": ("Brazilian",), "Denmark": ("Danish",), "Netherlands": ("Dutch",),
-    "Turkey": ("Turkish",), "Azerbaijan": ("Azerbaijani",), "Belgium": ("Belgian",),
-    "Pakistan": ("Pakistani",), "Singapore": ("Singaporean",), "Iran": ("Iranian",),
-    "Greece": ("Greek",), "Poland": ("Polish",), "Romania": ("Romanian",), "Sweden": ("Swedish",),
-    "Norway": ("Norwegian",), "Russia": ("Russian",), "China": ("Chinese",), "Canada": ("Canadian",),
-    "Australia": ("Australian",), "Ireland": ("Irish",), "Argentina": ("Argentine", "Argentinian"),
-    "Colombia": ("Colombian",), "Thailand": ("Thai",), "Portugal": ("Portuguese",),
-    "Switzerland": ("Swiss",), "Austria": ("Austrian",), "Hungary": ("Hungarian",),
-    "Finland": ("Finnish",), "Venezuela": ("Venezuelan",), "Chile": ("Chilean",), "Cuba": ("Cuban",),
-    "Egypt": ("Egyptian",), "Ethiopia": ("Ethiopian",), "Nigeria": ("Nigerian",),
-    "England": ("English",), "Scotland": ("Scottish",), "Wales": ("Welsh",), "Sri Lanka": ("Sri Lankan",),
-    "Hardcover": ("hardback", "hard cover"), "Paperback": ("soft cover",),
-}
-_MONTH_PATTERN = "(?:" + "|".join(month[:3] + "[a-z]*" for month in preprocessing._MONTHS) + ")"
-# A day written as an ordinal next to a month ("30th March", "30th of March" -> "30 March",
-# "March 30th" -> "March 30"), not other ordinals ("23rd Street").
-_ORDINAL_DAY = re.compile(
-    rf"\b(\d{{1,2}})(?:st|nd|rd|th)\b(?:\s+of)?(?=\s+{_MONTH_PATTERN}\b)"
-    rf"|\b({_MONTH_PATTERN}\s+\d{{1,2}})(?:st|nd|rd|th)\b"
-)
-
-
-def _loose_forms(entity):
-    """Extra forms for "is the entity mentioned", tried after `delexicalise`'s own."""
-    forms = []
-    base = re.sub(r"\s*\([^()]*\)\s*$", "", entity).strip().strip('"').strip()
-    if base and base != entity:
-        forms.append(base)
-    number = base.replace(",", "")
-    if _NUMBER.match(number):
-        try:
-            value = float(number)
-        except ValueError:
-            value = None
-        if value is not None:
-            if value == int(value):
-                forms.extend((str(int(value)), f"{int(value):,}"))
-            else:
-                forms.extend((f"{value:,}", f"{value:.1f}", f"{value:,.2f}"))
-    demonyms = _DEMONYMS.get(base)
-    if demonyms:
-        forms.extend(demonyms)
-    words = base.split()
-    if words and words[0].isdigit() and len(words) > 2:  # "2015 Campeonato Brasileiro Série C"
-        forms.append(" ".join(words[1:]))
-    for joint in (" of ", " in "):  # "Felipe VI of Spain" -> "Felipe VI"
-        head = base.split(joint)[0]
-        if head != base and len(head) >= 4 and head[:1].isupper():
-            forms.append(head)
-    if words and words[-1].isalpha() and words[-1].islower() or len(words) == 1 and base.isalpha():
-        last = words[-1]
-        plural = last + ("es" if last.endswith(("o", "s", "sh", "ch", "x")) else "s")
-        if last.endswith("y") and last[-2:-1] not in "aeiou":
-            plural = last[:-1] + "ies"
-        forms.append(" ".join(words[:-1] + [plural]))
-    if words and words[-1].endswith("s") and len(words[-1]) > 4 and words[-1][0].isupper():
-        forms.append(" ".join(words[:-1] + [words[-1][:-1]]))  # "Asian Americans" -> "... American"
-    # A person-like name ("Alan Shepard" -> "Shepard"): 2-3 capitalised words.
-    if 2 <= len(words) <= 3 and all(word[:1].isupper() and word.isalpha() for word in words):
-        forms.append(words[-1])
-    return [form for form in dict.fromkeys(forms) if form and form != entity]
-
-
-def delexicalise_loosely(triples, text):
-    """`preprocessing.delexicalise(triples, text).target_tokens`, then the looser forms of the
-    entities still not found (ordinal days "30th" read as "30" first)."""
-    triples = tuple(triples)
-    text = _ORDINAL_DAY.sub(lambda match: match.group(1) or match.group(2), text)
-    tokens = preprocessing.delexicalise(list(triples), text).target_tokens
-    return _loose_delexicalise(tokens, _input_view(triples).entity_map)
-
-
-def _loose_delexicalise(tokens, entity_map):
-    """Replaces looser forms of the entities not yet found in `tokens` by their placeholders."""
-    found = {token for token in tokens if preprocessing.is_placeholder(token)}
-    missing = {placeholder: entity for placeholder, entity in entity_map.items()
-               if placeholder not in found}
-    if not missing:
-        return tokens
-    forms = sorted(
-        ((placeholder, list(preprocessing._form_keys(form)))
-         for placeholder, entity in missing.items() for form in _loose_forms(entity)),
-        key=lambda pair: -len(pair[1]),
-    )
-    if not forms:
-        return tokens
-    keys, key_token = [], []
-    for index, token in enumerate(tokens):
-        if preprocessing.is_placeholder(token):
-            continue
-        for key in preprocessing._match_keys(token):
-            keys.append(key)
-            key_token.append(index)
-    covered = [preprocessing.is_placeholder(token) for token in tokens]
-    replacement = [token if covered[i] else None for i, token in enumerate(tokens)]
-    done = set()
-    for placeholder, form in forms:
-        if placeholder not in done and preprocessing._replace_form(
-                tokens, keys, key_token, form, placeholder, replacement, covered):
-            done.add(placeholder)
-    # Last, misspellings ("Klaus Lohannis", "Guadalaraja") and partial long names ("Ottoman
-    # army soldiers killed in the Battle of Baku" written without "killed").
-    for placeholder, entity in missing.items():
-        if placeholder not in done:
-            span = _fuzzy_span(keys, key_token, covered, preprocessing._form_keys(entity))
-            if span:
-                first, last = span
-                for index in range(first, last + 1):
-                    covered[index] = True
-                replacement[first] = placeholder
-                done.add(placeholder)
-    return [
-        replacement[index] if replacement[index] else token
-        for index, token in enumerate(tokens)
-        if replacement[index] or not covered[index]
-    ]
-
-
-def _close(key, text_key):
-    """Same word up to a typo: equal, or (5+ letters, same first letter) one edit away (two
-    for 9+ letters)."""
-    if key == text_key:
-        return True
-    if len(key) < 5 or not text_key or key[0] != text_key[0] or abs(len(key) - len(text_key)) > 2:
-        return False
-    limit = 2 if len(key) >= 9 else 1
-    previous = list(range(len(text_key) + 1))
-    for i, char in enumerate(key, 1):
-        current = [i]
-        for j, other in enumerate(text_key, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
-        if min(current) > limit:
-            return False
-        previous = current
-    return previous[-1] <= limit
-
-
-def _fuzzy_span(keys, key_token, covered, form):
-    """(first token, last token) of a loose occurrence of `form` in the text keys: every word
-    close (`_close`) to the form's, in order; or, for forms of 4+ content words, at least 3/4 of
-    them exactly, in order, in a window one word longer than the form. None if not found."""
-    if not form:
-        return None
-    length = len(form)
-    content = [key for key in form if key not in _STOPWORDS]
-    for start in range(len(keys) - length + 1):
-        window = keys[start:start + length]
-        if any(covered[key_token[i]] for i in range(start, start + length)):
-            continue
-        if all(_close(key, other) for key, other in zip(form, window)) and any(
-                len(key) >= 5 for key in form):
-            return key_token[start], key_token[start + length - 1]
-    if len(content) >= 4:
-        size = length + 1
-        for start in range(len(keys)):
-            if keys[start] != form[0] and keys[start] not in content[:2]:
-                continue
-            window = keys[start:start + size]
-            found, position = [], 0
-            for index, key in enumerate(window):
-                if key in content[position:]:
-                    position = content.index(key, position) + 1
-                    found.append(start + index)
-            if len(found) * 4 >= len(content) * 3 and not any(
-                    covered[key_token[i]] for i in range(found[0], found[-1] + 1)):
-                return key_token[found[0]], key_token[found[-1]]
-    return None
-
-
-# -------------------------------------------------------------------------- gazetteer
-
-
-def _usable_gazetteer(entities):
-    """Entities reliable enough to count as "mentioned but not in the input": capitalised,
-    not a number or date, at least 3 letters."""
-    usable = set()
-    for entity in entities:
-        entity = re.sub(r"\s*\([^()]*\)\s*$", "", entity).strip()
-        if len(entity) < 3 or not entity[:1].isupper():
-            continue
-        if _NUMBER.match(entity.replace(" ", "")) or _DATE_LIKE.match(entity):
-            continue
-        if not any(char.isalpha() for char in entity):
-            continue
-        usable.add(entity)
-    return usable
-
-
-def _build_gazetteer_index(gazetteer):
-    """first key -> list of (key tuple, name), longest first."""
-    index = collections.defaultdict(list)
-    for name in gazetteer:
-        keys = preprocessing._form_keys(name)
-        if keys:
-            index[keys[0]].append((keys, name))
-    for entries in index.values():
-        entries.sort(key=lambda pair: -len(pair[0]))
-    return dict(index)
-
-
-def _gazetteer_mentions(tokens, index, input_entities):
-    """Gazetteer entities written (capitalised) in the non-placeholder tokens of `tokens` and not
-    part of an input entity."""
-    if not index:
-        return []
-    keys, key_token = [], []
-    for position, token in enumerate(tokens):
-        if preprocessing.is_placeholder(token):
-            keys.append(None)
-            key_token.append(position)
-            continue
-        for key in preprocessing._match_keys(token):
-            keys.append(key)
-            key_token.append(position)
-    input_keys = [preprocessing._form_keys(entity) for entity in input_entities]
-    names, start = [], 0
-    while start < len(keys):
-        matched = None
-        for candidate, name in index.get(keys[start], ()):
-            end = start + len(candidate)
-            if (tuple(keys[start:end]) == candidate
-                    and (start == 0 or key_token[start - 1] != key_token[start])
-                    and (end == len(keys) or key_token[end] != key_token[end - 1])
-                    and tokens[key_token[start]][:1].isupper()):
-                matched = (candidate, name)
-                break
-        if matched is None:
-            start += 1
-            continue
-        candidate, name = matched
-        if not any(_contains(entity_keys, candidate) for entity_keys in input_keys):
-            names.append(name)
-        start += len(candidate)
-    return names
-
-
-def _contains(sequence, part):
-    length = len(part)
-    return any(tuple(sequence[i:i + length]) == part for i in range(len(sequence) - length + 1))
+    # `math.fsum` is exact, so the sum does not depend on the set's order (which follows the
+    # process's string hashes, PYTHONHASHSEED): the same text gets the same verdict in every run.
+    return math.fsum(weights.get(feature, 0.0) for feature in set(features))
 
 
 # ----------------------------------------------------------------------------- scoring

@@ -1,0 +1,54 @@
+"""Looser entity forms and the gazetteer (`onestep_gan.rdf2text.mentions`), on exact strings."""
+
+from onestep_gan.rdf2text import mentions
+
+
+def test_ordinal_days_next_to_a_month_become_cardinals_and_other_ordinals_stay():
+    assert mentions.normalise_ordinal_days("born on 30th of March 1950") == "born on 30 March 1950"
+    assert mentions.normalise_ordinal_days("born on March 30th, 1950") == "born on March 30, 1950"
+    assert mentions.normalise_ordinal_days("lives on 23rd Street") == "lives on 23rd Street"
+
+
+def test_loose_forms_of_names_numbers_and_countries():
+    assert mentions.loose_forms("Alan Shepard") == ["Shepard"]
+    assert mentions.loose_forms("Felipe VI of Spain") == ["Felipe VI"]
+    assert mentions.loose_forms("Airman (comicsCharacter)") == ["Airman", "Airmans"]
+    assert mentions.loose_forms("1147.0") == ["1147", "1,147"]
+    assert mentions.loose_forms("2.5") == ["2.50"]  # forms equal to the entity are left out
+    assert mentions.loose_forms("United States")[:3] == ["American", "Americans", "United States of America"]
+
+
+def test_replace_loose_forms_finds_demonyms_and_misspellings_and_keeps_found_entities():
+    assert mentions.replace_loose_forms(
+        ["The", "American", "actor", "."], {"ENT_1": "United States"}
+    ) == ["The", "ENT_1", "actor", "."]
+    assert mentions.replace_loose_forms(
+        ["in", "Guadalaraja", ",", "ENT_2", "."], {"ENT_1": "Guadalajara", "ENT_2": "Mexico"}
+    ) == ["in", "ENT_1", ",", "ENT_2", "."]
+    # A typo in the first letter is not forgiven.
+    assert mentions.replace_loose_forms(["Klaus", "Lohannis"], {"ENT_1": "Klaus Iohannis"}) == ["Klaus", "Lohannis"]
+    # 3/4 of a long literal's content words, in order.
+    assert mentions.replace_loose_forms(
+        ["Ottoman", "army", "soldiers", "in", "the", "Battle", "of", "Baku", "."],
+        {"ENT_1": "Ottoman Army soldiers killed in the Battle of Baku"},
+    ) == ["ENT_1", "."]
+    # An entity already found is not looked for again; one with no loose form stays missing.
+    assert mentions.replace_loose_forms(["ENT_1", "is", "here"], {"ENT_1": "Texas"}) == ["ENT_1", "is", "here"]
+    assert mentions.replace_loose_forms(["nothing", "here"], {"ENT_1": "Texas"}) == ["nothing", "here"]
+
+
+def test_gazetteer_keeps_names_and_finds_those_outside_the_input():
+    assert mentions.usable_gazetteer(
+        ["Texas", "12.5", "1950-03-12", "Ab", "lowercase words", "Houston (city)"]
+    ) == {"Texas", "Houston"}
+    index = mentions.gazetteer_index(["Texas", "Wheeler, Texas", "Houston"])
+    tokens = ["ENT_1", "lives", "in", "Houston", ",", "Texas", "."]
+    assert mentions.gazetteer_mentions(tokens, index, ["Alan Bean"]) == ["Houston", "Texas"]
+    # A name inside an input entity is no extra entity; lowercase words are no names.
+    assert mentions.gazetteer_mentions(tokens, index, ["Alan Bean", "Wheeler, Texas"]) == ["Houston"]
+    assert mentions.gazetteer_mentions(["in", "houston"], index, []) == []
+
+
+def test_contains_is_a_contiguous_run():
+    assert mentions.contains(("a", "b", "c"), ("b", "c"))
+    assert not mentions.contains(("a", "b", "c"), ("a", "c"))
