@@ -10,6 +10,8 @@ the outputs that state a false fact and check the aligner's labels while doing i
 
 The same seed picks the same entries for any hypotheses file of the split, so two runs can be
 read on the same 30 inputs (`--hypotheses` may be given several times: outputs side by side).
+`--categories Airport Astronaut` draws only among those categories' entries (the held-out
+categories of a run trained with `--holdout-categories`).
 
 `--blind KEY.json` with two `--hypotheses`: a blind comparison. The sample is drawn from the
 entries whose two outputs differ; each is printed as "A:" and "B:" in a seeded random order,
@@ -47,6 +49,8 @@ def main(argv=None):
     parser.add_argument("--count", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--aligner", default=None, help="a saved aligner.json (default: mined from train)")
+    parser.add_argument("--categories", nargs="+", default=None, metavar="CATEGORY",
+                        help="draw only among entries of these categories")
     parser.add_argument("--blind", default=None, metavar="KEY.json",
                         help="blind A/B reading of two --hypotheses files; writes the key here")
     args = parser.parse_args(argv)
@@ -61,7 +65,8 @@ def main(argv=None):
         aligner = faithfulness.SlotAligner.load(args.aligner)
     else:
         aligner = faithfulness.SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir))
-    indices = sorted(random.Random(args.seed).sample(range(len(entries)), min(args.count, len(entries))))
+    pool = entries_of_categories(entries, args.categories, args.split)
+    indices = sorted(random.Random(args.seed).sample(pool, min(args.count, len(pool))))
     flagged = [0] * len(outputs)
     names = column_labels(args.hypotheses) if len(outputs) > 1 else [""] * len(outputs)
     for number, index in enumerate(indices, 1):
@@ -78,6 +83,19 @@ def main(argv=None):
         print()
     for path, count in zip(args.hypotheses, flagged):
         print(f"{path}: the aligner flags {count} of {len(indices)} outputs")
+    return 0
+
+
+def entries_of_categories(entries, categories, split):
+    """Indices of the entries of `categories` (all entries when None); an unknown name is an error."""
+    if categories is None:
+        return list(range(len(entries)))
+    known = sorted({entry.category for entry in entries})
+    unknown = [name for name in categories if name not in known]
+    if unknown:
+        raise ValueError(
+            f"--categories: expected categories of the {split} split ({', '.join(known)}). Received: {', '.join(unknown)}")
+    return [index for index, entry in enumerate(entries) if entry.category in categories]
 
 
 def column_labels(paths):

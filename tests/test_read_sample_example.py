@@ -39,3 +39,17 @@ def test_side_by_side_labels_tell_files_of_one_folder_apart():
     assert read_sample.column_labels(["runs/mle/test.txt", "runs/gan/test.txt"]) == ["mle/", "gan/"]
     assert read_sample.column_labels(["runs/v/base.txt", "runs/v/rule.txt"]) == ["v/base.txt ", "v/rule.txt "]
     assert read_sample.column_labels(["a/v/t.txt", "b/v/t.txt"]) == ["a/v/t.txt ", "b/v/t.txt "]
+
+
+def test_categories_limit_the_draw_and_an_unknown_one_is_refused(tmp_path, capsys):
+    hypotheses = tmp_path / "test.txt"
+    hypotheses.write_text("First text.\nSecond text.\n")
+    entries = read_sample.webnlg.load_webnlg("test", fixture_2017_dir())
+    wanted = [index for index, entry in enumerate(entries) if entry.category == entries[1].category]
+    argv = ["--hypotheses", str(hypotheses), "--data-dir", str(fixture_2017_dir()), "--split", "test",
+            "--count", "5", "--categories", entries[1].category]
+    assert read_sample.main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("-> ") == len(wanted) and all(f"[{n}] {entries[i].entry_id}" in out for n, i in enumerate(wanted, 1))
+    with pytest.raises(ValueError, match=r"--categories: expected categories of the test split \(.*\)\. Received: Nowhere$"):
+        read_sample.entries_of_categories(entries, ["Nowhere"], "test")
