@@ -94,7 +94,8 @@ def entries_of_categories(entries, categories, split):
     unknown = [name for name in categories if name not in known]
     if unknown:
         raise ValueError(
-            f"--categories: expected categories of the {split} split ({', '.join(known)}). Received: {', '.join(unknown)}")
+            f"--categories: expected categories of the {split} split ({', '.join(known)}). "
+            f"Received: {', '.join(unknown)}")
     return [index for index, entry in enumerate(entries) if entry.category in categories]
 
 

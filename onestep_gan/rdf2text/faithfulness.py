@@ -23,9 +23,10 @@ in the words that are not input entities.
 How the aligner works (`SlotAligner`):
 1. Entities are found as `preprocessing.delexicalise` finds them (exact form, then its fallbacks:
    aliases, "3 October 1983" for 1983-10-03, ...), then, in surface text only, looser forms of
-   the entities still not found (`delexicalise_loosely`, from `mentions.py`): ordinal days ("30th March"), the name
-   without its parenthesis, numbers with or without decimals / thousands separators, country
-   demonyms ("American"), "Hardcover" = "hardback", the head before " of " / " in " ("Felipe VI"),
+   the entities still not found (`delexicalise_loosely`, with `mentions.py`): ordinal days
+   ("30th March"), the name without its parenthesis, numbers with or without decimals /
+   thousands separators, country demonyms ("American"), "Hardcover" = "hardback", the head
+   before " of " / " in " ("Felipe VI"),
    plurals and singulars ("vegetables", "Asian American"), a surname alone, one-typo spellings
    ("Guadalaraja"), and 3/4 of the words of a long literal in order. An entity written only
    inside another mentioned entity ("Pakistan" in "Punjab, Pakistan") counts as mentioned.

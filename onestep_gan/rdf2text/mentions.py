@@ -15,8 +15,8 @@ fallbacks; this module supplies the looser forms tried after those:
 - The gazetteer (`usable_gazetteer`, `gazetteer_index`, `gazetteer_mentions`): known entities of
   the training corpus written in a text that are not part of an input entity.
 
-Everything is pure Python over token lists, tested on exact strings through the aligner
-(`tests/test_faithfulness.py`) and here (`tests/test_mentions.py`).
+Everything is pure Python over token lists, tested on exact strings in `tests/test_mentions.py`
+and through the aligner in `tests/test_faithfulness.py`.
 """
 
 import collections
@@ -138,8 +138,8 @@ def replace_loose_forms(tokens, entity_map):
         if placeholder not in done and preprocessing._replace_form(
                 tokens, keys, key_token, form, placeholder, replacement, covered):
             done.add(placeholder)
-    # Last, misspellings ("Guadalaraja"; not "Klaus Lohannis": the first letter must match) and partial long names ("Ottoman
-    # army soldiers killed in the Battle of Baku" written without "killed").
+    # Last, misspellings ("Guadalaraja"; not "Klaus Lohannis": the first letter must match) and
+    # partial long names ("Ottoman army soldiers killed in the Battle of Baku" without "killed").
     for placeholder, entity in missing.items():
         if placeholder not in done:
             span = _fuzzy_span(keys, key_token, covered, preprocessing._form_keys(entity))
