@@ -285,6 +285,24 @@ def test_relexicalise_fits_the_article_before_a_predicate_too():
         "X has an elevation above the sea level of 5 and a runway name.")
 
 
+
+def test_relexicalise_does_not_double_a_word_at_a_predicate_boundary():
+    # Verb-phrase predicates ("was selected by NASA", "is part of") next to the model's own
+    # words: the shared word is written once.
+    predicate_map = {"PRED_1": "was selected by NASA", "PRED_2": "is part of", "PRED_3": "birth place"}
+    entity_map = {"ENT_1": "Buzz Aldrin", "ENT_2": "1963", "ENT_3": "Texas"}
+    tokens = ["ENT_1", "was", "PRED_1", "in", "ENT_2", "and", "PRED_2", "of", "ENT_3", "."]
+    assert detokenize(relexicalise(tokens, entity_map, predicate_map)) == (
+        "Buzz Aldrin was selected by NASA in 1963 and is part of Texas.")
+    # Case-insensitive; the reranker's view (entity placeholders kept) is the same text.
+    assert relexicalise_predicates(["Was", "PRED_1", "ENT_2"], predicate_map) == [
+        "Was", "selected", "by", "NASA", "ENT_2"]
+    # Only a doubled word at the boundary: other words, punctuation and placeholders are kept.
+    assert relexicalise_predicates(["the", "PRED_3", "of", "ENT_1", "is", "ENT_3"], predicate_map) == [
+        "the", "birth", "place", "of", "ENT_1", "is", "ENT_3"]
+    assert relexicalise_predicates(["PRED_2", "PRED_2", "."], predicate_map) == [
+        "Is", "part", "of", "is", "part", "of", "."]
+
 def test_entity_roles_follow_each_placeholder_of_the_source():
     triples = [Triple("Aarhus_Airport", "location", "Tirstrup"), Triple("Tirstrup", "country", "Denmark"),
                Triple("Aarhus_Airport", "elevation", "25.0")]

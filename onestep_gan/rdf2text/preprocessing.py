@@ -347,19 +347,33 @@ def relexicalise_predicates(tokens, predicate_map=None):
     it) and keeps everything else, entity placeholders included: the view of a candidate that
     the slot aligner and the reranker read, which know entity placeholders only. A predicate
     that starts the text or a sentence is capitalised ("Capital of ENT_1 is ENT_2."), and "a"
-    or "an" before it fits its first sound ("an elevation above the sea level")."""
+    or "an" before it fits its first sound ("an elevation above the sea level"). A word doubled at
+    the predicate's edge is written once: "was PRED_1 of" with "was selected by" -> "was selected
+    by", "PRED_2 of" with "is part of" -> "is part of" (verb-phrase predicates of categories the
+    model has not seen, after the model's own "was" or "of")."""
     predicate_map = predicate_map or {}
     output = []
+    predicate_end = None  # the last word of the predicate just written
     for token in tokens:
         if not is_predicate_placeholder(token):
-            output.append(token)
+            if not _same_word(token, predicate_end):
+                output.append(token)
+            predicate_end = None
         elif token in predicate_map:
             words = predicate_map[token].split()
+            if words and output and _same_word(words[0], output[-1]):
+                words = words[1:]
             if words and (not output or output[-1] in _SENTENCE_ENDS):
                 words[0] = words[0][:1].upper() + words[0][1:]
             _fit_article_before(output, words)
             output.extend(words)
+            predicate_end = words[-1] if words else None
     return output
+
+
+def _same_word(word, other):
+    """Whether two tokens are the same word (letters only, ignoring case)."""
+    return other is not None and word.isalpha() and word.lower() == other.lower()
 
 
 def write_out(surface, previous_word=None):
