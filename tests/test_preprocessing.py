@@ -303,6 +303,20 @@ def test_relexicalise_does_not_double_a_word_at_a_predicate_boundary():
     assert relexicalise_predicates(["PRED_2", "PRED_2", "."], predicate_map) == [
         "Is", "part", "of", "is", "part", "of", "."]
 
+
+def test_relexicalise_does_not_double_a_word_at_an_entity_boundary():
+    entity_map = {"ENT_1": "The Star-Spangled Banner", "ENT_2": "2011 PDL season", "ENT_3": "A Long Long Way"}
+    tokens = ["its", "anthem", "is", "the", "ENT_1", ";", "it", "played", "in", "the", "ENT_2", "season", "."]
+    assert detokenize(relexicalise(tokens, entity_map)) == (
+        "its anthem is The Star-Spangled Banner; it played in the 2011 PDL season.")
+    # Words doubled inside an entity are its own; numbers and punctuation are not words.
+    assert relexicalise(["ENT_3", "long", "ago"], entity_map) == ["A", "Long", "Long", "Way", "long", "ago"]
+    assert relexicalise(["1", "ENT_4", "1", ",", "ENT_5", ","], {"ENT_4": "1", "ENT_5": "x ,"}) == [
+        "1", "1", "1", ",", "x", ",", ","]
+    # Two entities side by side keep all their words.
+    assert relexicalise(["ENT_6", "ENT_7"], {"ENT_6": "Fort Worth", "ENT_7": "Worth Texas"}) == [
+        "Fort", "Worth", "Worth", "Texas"]
+
 def test_entity_roles_follow_each_placeholder_of_the_source():
     triples = [Triple("Aarhus_Airport", "location", "Tirstrup"), Triple("Tirstrup", "country", "Denmark"),
                Triple("Aarhus_Airport", "elevation", "25.0")]

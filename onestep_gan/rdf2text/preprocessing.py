@@ -291,15 +291,23 @@ def relexicalise(tokens, entity_map, predicate_map=None):
     """Replaces each entity placeholder by its entity's tokens (`write_out` forms, with "a"/"an"
     before it fitted to its first sound) and each predicate placeholder by its predicate's words
     (`predicate_map`); placeholders not in the maps are dropped, and so is a ")" that closes
-    nothing."""
+    nothing. A word doubled at a placeholder's edge is written once, the value's form kept: "the
+    ENT_1" with "The Star-Spangled Banner" -> "The Star-Spangled Banner", "ENT_2 season" with "2011
+    PDL season" -> "2011 PDL season" (`relexicalise_predicates` does the same for predicates)."""
     output = []
+    entity_end = None  # the last word of the entity just written
     for token in relexicalise_predicates(tokens, predicate_map):
         if not is_placeholder(token):
-            output.append(token)
+            if not _same_word(token, entity_end):
+                output.append(token)
+            entity_end = None
         elif token in entity_map:
             words = tokenize(write_out(entity_map[token], output[-1] if output else None))
+            if words and output and entity_end is None and _same_word(words[0], output[-1]):
+                output.pop()  # the model's word, never another entity's
             _fit_article_before(output, words)
             output.extend(words)
+            entity_end = words[-1] if words else None
     return _without_unopened_parentheses(output)
 
 
