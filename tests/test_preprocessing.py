@@ -285,7 +285,6 @@ def test_relexicalise_fits_the_article_before_a_predicate_too():
         "X has an elevation above the sea level of 5 and a runway name.")
 
 
-
 def test_relexicalise_does_not_double_a_word_at_a_predicate_boundary():
     # Verb-phrase predicates ("was selected by NASA", "is part of") next to the model's own
     # words: the shared word is written once.
@@ -316,6 +315,7 @@ def test_relexicalise_does_not_double_a_word_at_an_entity_boundary():
     # Two entities side by side keep all their words.
     assert relexicalise(["ENT_6", "ENT_7"], {"ENT_6": "Fort Worth", "ENT_7": "Worth Texas"}) == [
         "Fort", "Worth", "Worth", "Texas"]
+
 
 def test_entity_roles_follow_each_placeholder_of_the_source():
     triples = [Triple("Aarhus_Airport", "location", "Tirstrup"), Triple("Tirstrup", "country", "Denmark"),

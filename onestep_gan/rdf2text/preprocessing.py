@@ -356,9 +356,9 @@ def relexicalise_predicates(tokens, predicate_map=None):
     the slot aligner and the reranker read, which know entity placeholders only. A predicate
     that starts the text or a sentence is capitalised ("Capital of ENT_1 is ENT_2."), and "a"
     or "an" before it fits its first sound ("an elevation above the sea level"). A word doubled at
-    the predicate's edge is written once: "was PRED_1 of" with "was selected by" -> "was selected
-    by", "PRED_2 of" with "is part of" -> "is part of" (verb-phrase predicates of categories the
-    model has not seen, after the model's own "was" or "of")."""
+    the predicate's edge is written once: "was PRED_1" with "was selected by NASA" -> "was selected
+    by NASA", "PRED_2 of" with "is part of" -> "is part of" (verb-phrase predicates of categories
+    the model has not seen, next to the model's own "was" or "of")."""
     predicate_map = predicate_map or {}
     output = []
     predicate_end = None  # the last word of the predicate just written
