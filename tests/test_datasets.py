@@ -191,3 +191,56 @@ def test_word_dropout_rejects_bad_settings():
         datasets.make_training_dataset(
             examples, 2, epochs=1, word_dropout=datasets.WordDropout(0.1, ((True,),), 1), **SPECIAL_IDS
         )
+
+
+def _epoch_pairs(examples, orders, initial_epoch=0, epochs=6, seed=5):
+    dataset = datasets.make_training_dataset(
+        examples, batch_size=len(examples), seed=seed, bucket_boundaries=(100,), **SPECIAL_IDS,
+        epochs=epochs, initial_epoch=initial_epoch, orders=orders,
+    )
+    # One batch per epoch; (source, text) rows sorted by the source's first id, which names the entry.
+    return [
+        sorted(zip(map(tuple, np.asarray(inputs["source"]).tolist()), map(tuple, np.asarray(labels).tolist())))
+        for inputs, labels in dataset
+    ]
+
+
+def test_triple_orders_show_each_text_once_per_epoch_in_one_of_its_orders():
+    # Order k of example i: source (100 + i, 5 + k), text (200 + 100 k + i); a row whose text
+    # comes from another order than its source would pair 5 + k with another hundred.
+    def order(k):
+        return [EncodedExample(f"e{i}", (100 + i, 5 + k), (200 + 100 * k + i,), {}) for i in range(30)]
+
+    examples, orders = order(0), [order(1), order(2)]
+    epochs = _epoch_pairs(examples, orders)
+    drawn = []
+    for pairs in epochs:
+        assert [source[0] for source, _ in pairs] == list(range(100, 130))  # each entry once
+        for i, (source, text) in enumerate(pairs):
+            k = source[1] - 5
+            assert text == (200 + 100 * k + i, EOS)  # source and text of the same order
+            drawn.append(k)
+    assert all(40 <= drawn.count(k) <= 80 for k in range(3))  # 180 draws at 1/3 each
+    assert epochs[0] != epochs[1]  # drawn anew each epoch
+    # Stateless: a run resumed at epoch 2 draws epoch 2's orders; another seed draws others.
+    assert _epoch_pairs(examples, orders, initial_epoch=2) == epochs[2:]
+    assert _epoch_pairs(examples, orders, seed=6) != epochs
+    # Without orders, every epoch shows the examples as they are.
+    assert {k for pairs in _epoch_pairs(examples, ()) for (_, k), _ in pairs} == {5}
+
+
+def test_triple_orders_reject_bad_settings():
+    examples = [EncodedExample("e0", (4, 5), (6,), {})]
+    with pytest.raises(ValueError, match="needs `epochs`"):
+        datasets.make_training_dataset(examples, 2, orders=[examples], **SPECIAL_IDS)
+    with pytest.raises(ValueError, match="not both"):
+        datasets.make_training_dataset(
+            examples, 2, epochs=1, orders=[examples],
+            word_dropout=datasets.WordDropout(0.1, ((True, True),), 1), **SPECIAL_IDS,
+        )
+    with pytest.raises(ValueError, match="order 1 holds 2 examples, not aligned with the 1 training"):
+        datasets.make_training_dataset(examples, 2, epochs=1, orders=[examples * 2], **SPECIAL_IDS)
+    with pytest.raises(ValueError, match="order 1 holds 1 examples"):
+        datasets.make_training_dataset(
+            examples, 2, epochs=1, orders=[[EncodedExample("e0", (4, 5), None, {})]], **SPECIAL_IDS
+        )

@@ -122,6 +122,13 @@ def test_config_round_trip_and_validation(tmp_path):
         MLEConfig(predicate_word_dropout=1.0)
     with pytest.raises(ValueError, match="needs epoch_seeded_shuffle=True"):
         MLEConfig(predicate_word_dropout=0.1, epoch_seeded_shuffle=False)
+    with pytest.raises(ValueError, match="`triple_orders` must be positive. Received: triple_orders=0"):
+        MLEConfig(triple_orders=0)
+    with pytest.raises(ValueError, match="triple_orders=2, epoch_seeded_shuffle=False"):
+        MLEConfig(triple_orders=2, epoch_seeded_shuffle=False)
+    with pytest.raises(ValueError, match="not combined. Received: triple_orders=2, predicate_word_dropout=0.1"):
+        MLEConfig(triple_orders=2, predicate_word_dropout=0.1)
+    assert MLEConfig.from_dict({"seed": 1}).triple_orders == 1  # a run saved before the field
 
 
 def test_the_mle_job_refuses_a_discriminator_weight_before_writing_anything(tmp_path):
@@ -301,6 +308,39 @@ def test_the_training_batches_carry_the_predicate_word_dropout():
         (original,) = [ids for ids, flags in masks.items() if len(ids) == len(row) and all(
             new == old or (flag and new == unk) for new, old, flag in zip(row, ids, flags))]
         assert original
+
+
+def test_the_training_batches_carry_each_text_in_one_of_its_triple_orders():
+    """`mle.training_dataset` with `triple_orders`: each training pair is one text as encoded from
+    the corpus's order or from one of the reordered entries, source and text from the same one."""
+    from onestep_gan.rdf2text import triple_orders
+    from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+
+    entries = [entry for entry in runs.load_split("train", FIXTURE_2017) if entry.texts]
+    preprocessor = TextPreprocessor.build(entries, 64, 64, predicate_placeholders=True)
+    examples = preprocessor.encode_entries(entries, for_training=True)
+    encodings = [examples] + [
+        preprocessor.encode_entries(triple_orders.reorder_triples(entries, 1234, variant), for_training=True)
+        for variant in (1, 2, 3, 4)
+    ]
+    allowed = {(e.source_ids, e.target_ids) for encoded in encodings for e in encoded}
+    assert len(allowed) > len(examples)  # the fixture has entries whose orders differ
+
+    def pairs(orders, epochs):
+        config = tiny_config(triple_orders=orders, epochs=epochs, batch_size=len(examples), seed=1234)
+        dataset = mle.training_dataset(config, preprocessor, examples, train_entries=entries)
+        return [
+            (tuple(t for t in source if t != preprocessor.pad_id), tuple(t for t in text if t != preprocessor.pad_id)[:-1])
+            for inputs, labels in dataset
+            for source, text in zip(np.asarray(inputs["source"]).tolist(), np.asarray(labels).tolist())
+        ]
+
+    assert sorted(pairs(1, 1)) == sorted((e.source_ids, e.target_ids) for e in examples)
+    reordered = pairs(5, 4)
+    assert len(reordered) == 4 * len(examples) and set(reordered) <= allowed
+    assert not set(reordered) <= {(e.source_ids, e.target_ids) for e in examples}
+    with pytest.raises(ValueError, match="reorders the train entries. Received: train_entries=None"):
+        mle.training_dataset(tiny_config(triple_orders=2), preprocessor, examples)
 
 
 def test_rerunning_a_run_whose_vocabulary_this_code_would_build_otherwise_fails_and_writes_nothing(tiny_run, tmp_path):

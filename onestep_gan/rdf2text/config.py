@@ -108,7 +108,7 @@ class MLEConfig(_Serialisable):
         "epoch_seeded_shuffle": False, "predicate_placeholders": False, "average_checkpoints": 1,
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
-        "entity_roles": False,
+        "entity_roles": False, "triple_orders": 1,
     }
 
     seed: int = 1234
@@ -142,6 +142,11 @@ class MLEConfig(_Serialisable):
     # test source then has 78 (raise `max_source_length` to 80). On dev: BLEU-2017 +0.19, slot errors
     # 3.32% -> 4.76%, wrong bindings 0.86% -> 1.60% (README, lever 31): off.
     entity_roles: bool = False
+    # Each training text in this many orders of its input triples (the corpus's and seeded
+    # permutations, `triple_orders.reorder_triples`), one of them drawn per epoch by (seed, epoch,
+    # example); the placeholders are numbered by each order. 1: the corpus's order only. Needs
+    # `epoch_seeded_shuffle`; not with `predicate_word_dropout`.
+    triple_orders: int = 1
     # Train categories held out of training to stand in for the test set's unseen categories,
     # so that a setting meant for them can be chosen without test: their train entries are
     # dropped (and with them their words from the vocabulary and their cues from the aligner),
@@ -228,6 +233,18 @@ class MLEConfig(_Serialisable):
             raise ValueError(
                 "`predicate_word_dropout` draws its masks per epoch and needs epoch_seeded_shuffle=True. "
                 f"Received: predicate_word_dropout={self.predicate_word_dropout}, epoch_seeded_shuffle=False"
+            )
+        if int(self.triple_orders) < 1:
+            raise ValueError(f"`triple_orders` must be positive. Received: triple_orders={self.triple_orders}")
+        if self.triple_orders > 1 and not self.epoch_seeded_shuffle:
+            raise ValueError(
+                "`triple_orders` draws an order per epoch and needs epoch_seeded_shuffle=True. "
+                f"Received: triple_orders={self.triple_orders}, epoch_seeded_shuffle=False"
+            )
+        if self.triple_orders > 1 and self.predicate_word_dropout:
+            raise ValueError(
+                "Expected `triple_orders` 1 or `predicate_word_dropout` 0: the two are not combined. "
+                f"Received: triple_orders={self.triple_orders}, predicate_word_dropout={self.predicate_word_dropout}"
             )
         if not float(self.rerank_discriminator_weight) >= 0:
             raise ValueError(

@@ -3,7 +3,8 @@
 - `make_training_dataset`: `(x, y)` batches for the MLE `model.fit`, with
   `x = {"source": ids, "target": BOS + text}` and `y = text + EOS`, both padded with PAD,
   bucketed by length so that a batch holds sequences of similar length (less padding),
-  shuffled with a seed, prefetched; optionally with source word dropout (`WordDropout`).
+  shuffled with a seed, prefetched; optionally with source word dropout (`WordDropout`) or
+  each text in one of several orders of its triples per epoch (`orders`).
 - `make_adversarial_dataset`: fixed-shape `(source_ids, text + EOS)` batches for the text GAN
   (the layout of the sampler's output), repeated for `steps_per_epoch`.
 - `source_batches`: fixed-shape source batches for decoding, sorted by length, with the
@@ -27,6 +28,8 @@ DEFAULT_BUCKET_BOUNDARIES = (16, 24, 32, 48)
 # Decoding pads source lengths up to a multiple of this, so a compiled decoder sees a
 # handful of shapes rather than one per length.
 SOURCE_LENGTH_MULTIPLE = 16
+# Offset of the second seed key of `make_training_dataset`'s draw of triple orders.
+_ORDER_KEY = 2**40
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +69,7 @@ def make_training_dataset(
     epochs=None,
     initial_epoch=0,
     word_dropout=None,
+    orders=(),
 ):
     """`tf.data.Dataset` of `({"source": (b, s), "target": (b, t)}, labels (b, t))` int32.
 
@@ -83,6 +87,12 @@ def make_training_dataset(
 
     `word_dropout` (a `WordDropout`, needs `epochs`) replaces source words by UNK, drawn anew
     in each epoch; the texts are unchanged.
+
+    `orders` (needs `epochs`): lists of examples aligned with `examples`, the same texts with the
+    triples in other orders (`triple_orders.reorder_triples`, then encoded). In epoch `e`, example
+    `i` comes as it is in `examples` or as in one of the `orders`, each with equal chance, drawn by
+    `(seed, e, i)`: source and text always from the same list, and a resumed run draws what the
+    uninterrupted one drew.
     """
     if not examples:
         raise ValueError("Expected at least one training example. Received: 0 examples.")
@@ -103,10 +113,26 @@ def make_training_dataset(
                 "Expected one maskable flag per source position of each example. Received flags for "
                 f"{len(lengths)} sources ({len(examples)} examples) or of other lengths."
             )
+    orders = [list(order) for order in orders]
+    if orders:
+        if epochs is None:
+            raise ValueError("The order of each text is drawn per epoch: it needs `epochs`. Received: epochs=None")
+        if word_dropout is not None:
+            raise ValueError("Expected word dropout or several triple orders, not both. Received both.")
+        for number, order in enumerate(orders, start=1):
+            if [example.entry_id for example in order] != [example.entry_id for example in examples] or any(
+                example.target_ids is None for example in order
+            ):
+                raise ValueError(
+                    f"Expected each order to hold the training examples' entries in their order, with texts. "
+                    f"Received: order {number} holds {len(order)} examples, not aligned with the "
+                    f"{len(examples)} training examples."
+                )
+    everything = [*examples, *(example for order in orders for example in order)]
     boundaries = sorted(int(boundary) for boundary in bucket_boundaries)
-    sources = tf.ragged.constant([list(example.source_ids) for example in examples], dtype=tf.int32)
+    sources = tf.ragged.constant([list(example.source_ids) for example in everything], dtype=tf.int32)
     texts = tf.ragged.constant(
-        [list(example.target_ids) for example in examples], dtype=tf.int32, ragged_rank=1
+        [list(example.target_ids) for example in everything], dtype=tf.int32, ragged_rank=1
     )
     examples_dataset = tf.data.Dataset.from_tensor_slices((sources, texts))
 
@@ -137,7 +163,16 @@ def make_training_dataset(
                                       dtype=tf.bool)
 
     def example_at(epoch, index):
-        source = sources[index]
+        row = index
+        if orders:
+            # Seeded by (seed, epoch, index), with second keys above any epoch number and any
+            # word dropout key (negative), so the draw never repeats a shuffle's seed.
+            draw_seed = tf.stack([tf.constant(int(seed), tf.int64), _ORDER_KEY + epoch * len(examples) + index])
+            choice = tf.random.stateless_uniform(
+                [], seed=draw_seed, minval=0, maxval=len(orders) + 1, dtype=tf.int64
+            )
+            row = choice * len(examples) + index
+        source = sources[row]
         if word_dropout is not None:
             # Seeded by (seed, epoch, index), not by the shuffle's position; the second key is
             # negative, so it never equals a shuffle's (seed, epoch).
@@ -145,7 +180,7 @@ def make_training_dataset(
             draws = tf.random.stateless_uniform(tf.shape(source), seed=draw_seed)
             dropped = tf.logical_and(maskable[index], draws < float(word_dropout.rate))
             source = tf.where(dropped, tf.constant(int(word_dropout.unk_id), tf.int32), source)
-        return source, texts[index]
+        return source, texts[row]
 
     def one_epoch(epoch):
         order = tf.range(len(examples), dtype=tf.int64)

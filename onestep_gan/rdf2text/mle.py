@@ -33,7 +33,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from onestep_gan.rdf2text import averaging, checkpoints, datasets, evaluation, inference, runs
+from onestep_gan.rdf2text import averaging, checkpoints, datasets, evaluation, inference, runs, triple_orders
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -315,7 +315,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     callbacks.append(backup)  # last: saves after the others updated their state
     train_start = time.perf_counter()
     if not backup.finished:  # a finished training phase (killed while decoding) is not redone
-        train_dataset = training_dataset(config, preprocessor, train_examples, initial_epoch)
+        train_dataset = training_dataset(config, preprocessor, train_examples, initial_epoch, train_entries)
         epoch_steps = steps_per_epoch if config.epoch_seeded_shuffle else None
         model.fit(
             train_dataset,
@@ -375,12 +375,13 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     return {**results, "timing": timing, "run_dir": str(run_dir)}
 
 
-def training_dataset(config, preprocessor, train_examples, initial_epoch=0):
+def training_dataset(config, preprocessor, train_examples, initial_epoch=0, train_entries=None):
     """The batches `fit` trains on, from epoch `initial_epoch` on.
 
     With `config.epoch_seeded_shuffle`, epoch `e` is shuffled by `(seed, e)` (a run resumed at epoch
     `e` sees the same batches; fit it with `steps_per_epoch`), with `config.predicate_word_dropout`
-    drawn per epoch too. Without it (how the README's older runs were trained), one seeded shuffle
+    or the order of each text's triples (`config.triple_orders`; from `train_entries`, the entries
+    `train_examples` were encoded from) drawn per epoch too. Without it (how the README's older runs were trained), one seeded shuffle
     stream over the epochs: a resumed run's later epochs see another order than the uninterrupted run's.
     """
     if not config.epoch_seeded_shuffle:
@@ -396,10 +397,18 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0):
             tuple(preprocessor.predicate_word_mask(example.source_ids) for example in train_examples),
             preprocessor.unk_id,
         )
+    orders = []
+    if config.triple_orders > 1:
+        if train_entries is None:
+            raise ValueError(f"triple_orders={config.triple_orders} reorders the train entries. Received: train_entries=None")
+        orders = [
+            preprocessor.encode_entries(triple_orders.reorder_triples(train_entries, config.seed, variant), True)
+            for variant in range(1, config.triple_orders)
+        ]
     return datasets.make_training_dataset(
         train_examples, config.batch_size, shuffle=True, seed=config.seed,
         bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
-        epochs=config.epochs, initial_epoch=initial_epoch, word_dropout=word_dropout,
+        epochs=config.epochs, initial_epoch=initial_epoch, word_dropout=word_dropout, orders=orders,
     )
 
 

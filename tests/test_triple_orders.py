@@ -1,0 +1,54 @@
+import pytest
+
+from onestep_gan.rdf2text import preprocessing
+from onestep_gan.rdf2text.triple_orders import reorder_triples
+from onestep_gan.rdf2text.webnlg import Triple, WebNLGEntry
+
+ALAN_BEAN = WebNLGEntry(
+    "train/Id1", "Astronaut", 3,
+    (
+        Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
+        Triple("Alan_Bean", "occupation", "Test_pilot"),
+        Triple("Alan_Bean", "mission", "Apollo_12"),
+    ),
+    ("Alan Bean, born in Wheeler, Texas, was a test pilot and flew on Apollo 12.",),
+    mentions=((("Test_pilot", "test pilot"),),),
+)
+ONE_TRIPLE = WebNLGEntry("train/Id2", "Food", 1, (Triple("Bacon", "country", "France"),), ("Bacon is from France.",))
+
+
+def test_reorder_triples_permutes_each_entry_by_seed_and_variant_and_keeps_the_rest():
+    entries = [ALAN_BEAN, ONE_TRIPLE] * 3  # the same entry at three positions: three draws
+    reordered = reorder_triples(entries, seed=1234, variant=1)
+    assert reordered == reorder_triples(entries, seed=1234, variant=1)  # seeded: the same again
+    for before, after in zip(entries, reordered, strict=True):
+        assert sorted(after.triples, key=str) == sorted(before.triples, key=str)
+        assert (after.entry_id, after.texts, after.mentions, after.size) == (
+            before.entry_id, before.texts, before.mentions, before.size)
+    assert all(entry.triples == ONE_TRIPLE.triples for entry in reordered[1::2])
+    # Other variants, seeds and positions draw other orders: of the 3 x 5 draws below, several
+    # orders come out (6 are possible), not the corpus's alone.
+    drawn = {entry.triples for variant in range(1, 6) for entry in reorder_triples(entries, 1234, variant)[::2]}
+    assert len(drawn) >= 3
+    assert [e.triples for e in reorder_triples(entries, 7, 1)] != [e.triples for e in reordered]
+    with pytest.raises(ValueError, match="variant >= 0"):
+        reorder_triples(entries, 1234, -1)
+
+
+def test_a_reordered_entry_numbers_its_placeholders_by_the_new_order():
+    """What training sees: the source in the new order, the same text delexicalised with the
+    new numbering, and the same text back after relexicalisation."""
+    mentions = ALAN_BEAN.mentions[0]
+    before = preprocessing.delexicalise(ALAN_BEAN.triples, ALAN_BEAN.texts[0], True, mentions)
+    after = preprocessing.delexicalise(ALAN_BEAN.triples[::-1], ALAN_BEAN.texts[0], True, mentions)
+    assert " ".join(before.target_tokens) == (
+        "ENT_1 , born in ENT_2 , was a ENT_3 and flew on ENT_4 ."
+    )
+    assert " ".join(after.source_tokens) == (
+        "<S> ENT_1 <P> PRED_1 mission <O> ENT_2 <S> ENT_1 <P> PRED_2 occupation <O> ENT_3 "
+        "<S> ENT_1 <P> PRED_3 birth place <O> ENT_4"
+    )
+    assert " ".join(after.target_tokens) == "ENT_1 , born in ENT_4 , was a ENT_3 and flew on ENT_2 ."
+    for example in (before, after):
+        text = preprocessing.detokenize(preprocessing.relexicalise(example.target_tokens, example.entity_map))
+        assert text == "Alan Bean, born in Wheeler, Texas, was a Test pilot and flew on Apollo 12."
