@@ -329,8 +329,9 @@ def test_the_training_batches_carry_each_text_in_one_of_its_triple_orders():
     def pairs(orders, epochs):
         config = tiny_config(triple_orders=orders, epochs=epochs, batch_size=len(examples), seed=1234)
         dataset = mle.training_dataset(config, preprocessor, examples, train_entries=entries)
+        pad = preprocessor.pad_id
         return [
-            (tuple(t for t in source if t != preprocessor.pad_id), tuple(t for t in text if t != preprocessor.pad_id)[:-1])
+            (tuple(t for t in source if t != pad), tuple(t for t in text if t != pad)[:-1])  # less EOS
             for inputs, labels in dataset
             for source, text in zip(np.asarray(inputs["source"]).tolist(), np.asarray(labels).tolist())
         ]

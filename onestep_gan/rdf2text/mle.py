@@ -381,8 +381,9 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0, trai
     With `config.epoch_seeded_shuffle`, epoch `e` is shuffled by `(seed, e)` (a run resumed at epoch
     `e` sees the same batches; fit it with `steps_per_epoch`), with `config.predicate_word_dropout`
     or the order of each text's triples (`config.triple_orders`; from `train_entries`, the entries
-    `train_examples` were encoded from) drawn per epoch too. Without it (how the README's older runs were trained), one seeded shuffle
-    stream over the epochs: a resumed run's later epochs see another order than the uninterrupted run's.
+    `train_examples` were encoded from) drawn per epoch too. Without it (how the README's older runs
+    were trained), one seeded shuffle stream over the epochs: a resumed run's later epochs see
+    another order than the uninterrupted run's.
     """
     if not config.epoch_seeded_shuffle:
         dataset, _ = datasets.with_known_length(datasets.make_training_dataset(
@@ -400,7 +401,9 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0, trai
     orders = []
     if config.triple_orders > 1:
         if train_entries is None:
-            raise ValueError(f"triple_orders={config.triple_orders} reorders the train entries. Received: train_entries=None")
+            raise ValueError(
+                f"triple_orders={config.triple_orders} reorders the train entries. Received: train_entries=None"
+            )
         orders = [
             preprocessor.encode_entries(triple_orders.reorder_triples(train_entries, config.seed, variant), True)
             for variant in range(1, config.triple_orders)
