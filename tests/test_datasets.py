@@ -238,9 +238,9 @@ def test_triple_orders_reject_bad_settings():
             examples, 2, epochs=1, orders=[examples],
             word_dropout=datasets.WordDropout(0.1, ((True, True),), 1), **SPECIAL_IDS,
         )
-    with pytest.raises(ValueError, match="order 1 holds 2 examples, not aligned with the 1 training"):
+    with pytest.raises(ValueError, match=r"order 1 holds 2 examples \(training: 1\), not aligned, 0 without text"):
         datasets.make_training_dataset(examples, 2, epochs=1, orders=[examples * 2], **SPECIAL_IDS)
-    with pytest.raises(ValueError, match="order 1 holds 1 examples"):
+    with pytest.raises(ValueError, match=r"order 1 holds 1 examples \(training: 1\), aligned, 1 without text"):
         datasets.make_training_dataset(
             examples, 2, epochs=1, orders=[[EncodedExample("e0", (4, 5), None, {})]], **SPECIAL_IDS
         )

@@ -119,14 +119,15 @@ def make_training_dataset(
             raise ValueError("The order of each text is drawn per epoch: it needs `epochs`. Received: epochs=None")
         if word_dropout is not None:
             raise ValueError("Expected word dropout or several triple orders, not both. Received both.")
+        expected = [example.entry_id for example in examples]
         for number, order in enumerate(orders, start=1):
-            if [example.entry_id for example in order] != [example.entry_id for example in examples] or any(
-                example.target_ids is None for example in order
-            ):
+            aligned = [example.entry_id for example in order] == expected
+            without_text = sum(example.target_ids is None for example in order)
+            if not aligned or without_text:
                 raise ValueError(
-                    f"Expected each order to hold the training examples' entries in their order, with texts. "
-                    f"Received: order {number} holds {len(order)} examples, not aligned with the "
-                    f"{len(examples)} training examples."
+                    "Expected each order to hold the training examples' entries, in their order, each with "
+                    f"a text. Received: order {number} holds {len(order)} examples (training: {len(examples)}), "
+                    f"{'aligned' if aligned else 'not aligned'}, {without_text} without text."
                 )
     everything = [*examples, *(example for order in orders for example in order)]
     boundaries = sorted(int(boundary) for boundary in bucket_boundaries)
