@@ -14,9 +14,9 @@ read on the same 30 inputs (`--hypotheses` may be given several times: outputs s
 categories of a run trained with `--holdout-categories`).
 
 `--blind KEY.json` with two `--hypotheses`: a blind comparison. The sample is drawn from the
-entries whose two outputs differ; each is printed as "A:" and "B:" in a seeded random order,
-without aligner labels, and KEY.json records which file each A and B came from, to be opened
-only after reading.
+entries (of `--categories`, when given) whose two outputs differ; each is printed as "A:" and
+"B:" in a seeded random order, without aligner labels, and KEY.json records which file each A
+and B came from, to be opened only after reading.
 """
 
 import argparse
@@ -59,13 +59,14 @@ def main(argv=None):
 
     entries = webnlg.load_webnlg(args.split, args.data_dir)
     outputs = [read_hypotheses(path, len(entries)) for path in args.hypotheses]
+    pool = entries_of_categories(entries, args.categories, args.split)
     if args.blind:
-        return print_blind_pairs(entries, args.hypotheses, outputs, args.count, args.seed, args.blind)
+        return print_blind_pairs(entries, pool, args.hypotheses, outputs, args.count, args.seed, args.blind,
+                                 args.categories)
     if args.aligner:
         aligner = faithfulness.SlotAligner.load(args.aligner)
     else:
         aligner = faithfulness.SlotAligner.from_entries(webnlg.load_webnlg("train", args.data_dir))
-    pool = entries_of_categories(entries, args.categories, args.split)
     indices = sorted(random.Random(args.seed).sample(pool, min(args.count, len(pool))))
     flagged = [0] * len(outputs)
     names = column_labels(args.hypotheses) if len(outputs) > 1 else [""] * len(outputs)
@@ -115,10 +116,11 @@ def print_entry(number, entry, note=""):
         print(f"    {triple.subject} | {triple.predicate} | {triple.object}")
 
 
-def print_blind_pairs(entries, paths, outputs, count, seed, key_path):
-    """Prints `count` random entries whose two outputs differ, as A/B in random order; writes the key."""
+def print_blind_pairs(entries, pool, paths, outputs, count, seed, key_path, categories=None):
+    """Prints `count` random entries of `pool` whose two outputs differ, as A/B in random order;
+    writes the key."""
     rng = random.Random(seed)
-    differing = [index for index in range(len(entries)) if outputs[0][index] != outputs[1][index]]
+    differing = [index for index in pool if outputs[0][index] != outputs[1][index]]
     indices = sorted(rng.sample(differing, min(count, len(differing))))
     key = {}
     for number, index in enumerate(indices, 1):
@@ -126,7 +128,8 @@ def print_blind_pairs(entries, paths, outputs, count, seed, key_path):
         key[number] = {"entry": entries[index].entry_id, "A": paths[order[0]], "B": paths[order[1]]}
         print_entry(number, entries[index])
         print(f"  A: {outputs[order[0]][index]}\n  B: {outputs[order[1]][index]}\n")
-    print(f"{len(indices)} of the {len(differing)} entries whose outputs differ (of {len(entries)})")
+    among = f"; categories: {', '.join(categories)}" if categories else ""
+    print(f"{len(indices)} of the {len(differing)} entries whose outputs differ (of {len(pool)}{among})")
     pathlib.Path(key_path).write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
     return 0
 

@@ -53,3 +53,16 @@ def test_categories_limit_the_draw_and_an_unknown_one_is_refused(tmp_path, capsy
     assert out.count("-> ") == len(wanted) and all(f"[{n}] {entries[i].entry_id}" in out for n, i in enumerate(wanted, 1))
     with pytest.raises(ValueError, match=r"--categories: expected categories of the test split \(.*\)\. Received: Nowhere$"):
         read_sample.entries_of_categories(entries, ["Nowhere"], "test")
+
+
+def test_blind_pairs_are_drawn_only_among_the_categories_asked_for(tmp_path, capsys):
+    first, second, key = tmp_path / "one.txt", tmp_path / "two.txt", tmp_path / "key.json"
+    first.write_text("Airport one.\nPolitician one.\n")
+    second.write_text("Airport two.\nPolitician two.\n")
+    argv = ["--hypotheses", str(first), "--hypotheses", str(second), "--data-dir", str(fixture_2017_dir()),
+            "--split", "test", "--count", "5", "--blind", str(key), "--categories", "Politician"]
+    assert read_sample.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Airport" not in out and "Politician one." in out
+    assert "1 of the 1 entries whose outputs differ (of 1; categories: Politician)" in out
+    assert [entry["entry"] for entry in json.loads(key.read_text()).values()] == ["test/Id2"]
