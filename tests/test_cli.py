@@ -6,6 +6,7 @@ import warnings
 import pytest
 
 from onestep_gan.rdf2text import cli, evaluation
+from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.webnlg import Triple
 from tests.conftest import REPO_ROOT, fixture_2017_dir
 
@@ -135,6 +136,24 @@ def test_evaluate_scores_a_run_with_held_out_categories_on_its_own_train(tmp_pat
     assert cli.main(argv) == 0  # no run: the whole train: the Airport entry is seen
     assert json.loads((tmp_path / "test_evaluated_scores.json").read_text())["seen"]["count"] == 1
     assert cli.main(argv + ["--run-dir", str(tmp_path)]) == 0
+    scores = json.loads((tmp_path / "test_evaluated_scores.json").read_text())
+    assert "seen" not in scores and scores["unseen"]["count"] == 2
+
+
+def test_evaluate_whole_train_aligner_mines_cues_from_the_held_out_categories_too(tmp_path, monkeypatch):
+    """A held-out run's own aligner has no cues for its held-out predicates; `--whole-train-aligner`
+    mines the aligner from the whole train split while still scoring those categories as unseen."""
+    hypotheses = tmp_path / "test_hypotheses.txt"
+    hypotheses.write_text("Aarhus Airport is the city served of Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
+    cli.MLEConfig(holdout_categories=("Airport",)).save(tmp_path / "config.json")
+    mined_from = []
+    original = SlotAligner.from_entries.__func__
+    monkeypatch.setattr(SlotAligner, "from_entries", classmethod(
+        lambda cls, entries, **kwargs: mined_from.append(sorted({e.category for e in entries})) or original(cls, entries, **kwargs)))
+    argv = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017),
+            "--run-dir", str(tmp_path)]
+    assert cli.main(argv) == 0 and cli.main(argv + ["--whole-train-aligner"]) == 0
+    assert mined_from == [["Astronaut"], ["Airport", "Astronaut"]]
     scores = json.loads((tmp_path / "test_evaluated_scores.json").read_text())
     assert "seen" not in scores and scores["unseen"]["count"] == 2
 

@@ -233,8 +233,9 @@ def _evaluate(args):
             + ("" if args.run_dir else " (for a sampled run, pass its --run-dir)")
         )
     name = args.name or f"{args.split}_evaluated"
+    aligner_holdout = () if args.whole_train_aligner else holdout
     aligner = SlotAligner.from_entries(
-        runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", holdout),
+        runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", aligner_holdout),
         min_foreign=args.min_foreign, inversions=args.inversions,
     )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
@@ -331,6 +332,11 @@ def build_parser():
     evaluate.add_argument(
         "--inversions", action="store_true",
         help='slot errors also count relations stated the wrong way round ("X is the birth place of Y" for Y birthPlace X)',
+    )
+    evaluate.add_argument(
+        "--whole-train-aligner", action="store_true",
+        help="with --run-dir of a run with held-out categories: mine the slot aligner from the whole train split, "
+        "those categories' cues included (the run's own aligner has none for their predicates)",
     )
     evaluate.set_defaults(handler=_evaluate)
     return parser
