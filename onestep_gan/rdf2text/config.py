@@ -146,8 +146,8 @@ class MLEConfig(_Serialisable):
     # permutations, `triple_orders.reorder_triples`), one of them drawn per epoch by (seed, epoch,
     # example); the placeholders are numbered by each order. 1: the corpus's order only. Needs
     # `epoch_seeded_shuffle`; not with `predicate_word_dropout`. 4 on the held-out split (README,
-    # h2): held-out BLEU-2017 +0.43 (the rule asked +0.5), slot errors -0.6 points, seen unchanged:
-    # off until a second seed says more.
+    # h2, two seeds): held-out BLEU-2017 +0.41 on the mean (the rule asked +0.5), seen unchanged,
+    # the slot-error gain not stable across aligners and seeds: off.
     triple_orders: int = 1
     # Train categories held out of training to stand in for the test set's unseen categories,
     # so that a setting meant for them can be chosen without test: their train entries are
