@@ -11,7 +11,8 @@ Each setting is `beam_width,length_penalty,rerank` (rerank 0 or 1), optionally w
 field, the reranker's `min_foreign` (`none`: off; default: the run's `rerank_min_foreign`): the
 reranker then also counts a value stated under a relation the input does not have. The scores
 are those of the run's aligner, which does not. Ties on slot errors are broken as the run's
-`rerank_stated_relations` says (it changes nothing on dev, whose predicates are all seen in train).
+`rerank_stated_relations` and `rerank_unstated_as_errors` say (they change nothing on dev, whose
+predicates are all seen in train, except for a run with `--holdout-categories`).
 `--average-checkpoints 1 3 6`
 repeats the settings with the weights averaged over that many epochs ending at the best one (a run
 trained with `--average-checkpoints K` keeps the epoch weights for windows up to K). Nothing is
@@ -139,7 +140,8 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
         foreign = config.rerank_min_foreign
         if min_foreign:
             foreign = _optional_float(min_foreign[0])
-        reranker = SlotErrorReranker(aligner, min_foreign=foreign, stated_relations=config.rerank_stated_relations)
+        reranker = SlotErrorReranker(aligner, min_foreign=foreign, stated_relations=config.rerank_stated_relations,
+                                     unstated_as_errors=config.rerank_unstated_as_errors)
         rerank_label = "yes" if foreign is None else f"yes, min_foreign {foreign:g}"
     generate_function = inference.make_generate_function(
         model, method="beam", beam_width=beam_width, length_penalty=length_penalty,

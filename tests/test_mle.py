@@ -89,7 +89,8 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     # (its config.json lacks them) was trained without them, whatever today's defaults are.
     saved = MLEConfig.quick().to_dict()
     for name in ("predicate_placeholders", "epoch_seeded_shuffle", "average_checkpoints", "rerank_min_foreign",
-                 "rerank_stated_relations", "constrain_placeholders", "rerank_discriminator_weight", "gold_mentions"):
+                 "rerank_stated_relations", "constrain_placeholders", "rerank_discriminator_weight", "gold_mentions",
+                 "rerank_unstated_as_errors"):
         del saved[name]
     (tmp_path / "config.json").write_text(json.dumps(saved), encoding="utf-8")
     config = MLEConfig.load(tmp_path / "config.json")
@@ -98,6 +99,7 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     assert config.rerank_stated_relations is False and MLEConfig().rerank_stated_relations is True
     assert config.constrain_placeholders is False and config.rerank_discriminator_weight == 0.0
     assert config.gold_mentions is False and MLEConfig().gold_mentions is True
+    assert config.rerank_unstated_as_errors is False
     assert MLEConfig().predicate_placeholders and MLEConfig().epoch_seeded_shuffle  # today's defaults
     # A field the file has keeps its value.
     (tmp_path / "config.json").write_text(json.dumps({**saved, "average_checkpoints": 3}), encoding="utf-8")

@@ -136,10 +136,38 @@ def test_decode_examples_breaks_ties_with_the_preference(reranker):
         decode_examples(generate_function, [example], preprocessor, 1, progress=False, preference=preference)
 
 
+def test_unstated_relations_as_errors_outrank_a_candidate_with_one_slot_error_fewer(reranker):
+    """With `unstated_as_errors`, an unstated relation costs as much as a slot error: the
+    candidate that leaves `engine` unstated no longer wins on slot errors alone."""
+    triples = (Triple("Alvis_Speed_25", "engine", "Straight-six_engine"),
+               Triple("Alvis_Speed_25", "birthPlace", "Wheeler,_Texas"))
+    entity_map = {"ENT_1": "Alvis Speed 25", "ENT_2": "Straight-six engine", "ENT_3": "Wheeler, Texas"}
+    unstated = "ENT_1 is in the ENT_2 and was born in ENT_3 .".split()  # 0 slot errors, 1 unstated
+    stated_missing = "ENT_1 has the engine ENT_2 .".split()  # 1 slot error (ENT_3 missing), 0 unstated
+    ties = SlotErrorReranker(reranker.aligner, stated_relations=True)
+    counted = SlotErrorReranker(reranker.aligner, stated_relations=True, unstated_as_errors=True)
+    assert (ties.errors(triples, unstated, entity_map), ties.errors(triples, stated_missing, entity_map)) == (0, 1)
+    assert ties.choose(triples, [stated_missing, unstated], entity_map) == 1  # slot errors first
+    assert (counted.errors(triples, unstated, entity_map), counted.errors(triples, stated_missing, entity_map)) == (1, 1)
+    assert counted.choose(triples, [unstated, stated_missing], entity_map) == 1  # tie: fewer unstated
+    both = "ENT_1 has the engine ENT_2 and was born in ENT_3 .".split()
+    assert counted.errors(triples, both, entity_map) == 0
+    assert counted.choose(triples, [unstated, stated_missing, both], entity_map) == 2
+    # A relation with mined cues is never counted, whatever its wording.
+    born = (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),)
+    assert counted.errors(born, "ENT_1 is in ENT_2 .".split(), {"ENT_1": "Alan Bean", "ENT_2": "Wheeler, Texas"}) == 0
+
+
+def test_unstated_as_errors_needs_stated_relations(reranker):
+    with pytest.raises(ValueError, match="stated_relations"):
+        SlotErrorReranker(reranker.aligner, stated_relations=False, unstated_as_errors=True)
+
+
 def test_from_config_takes_the_runs_reranking_settings(reranker):
     """What `decode`, `generate`, the MLE job and the adversarial stage build (`decoder_for`)."""
-    on = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=2.0, rerank_stated_relations=True)
+    on = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=2.0, rerank_stated_relations=True,
+                             rerank_unstated_as_errors=True)
     off = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=None, rerank_stated_relations=False)
     built_on, built_off = (SlotErrorReranker.from_config(reranker.aligner, config) for config in (on, off))
-    assert (built_on.stated_relations, built_on.aligner.min_foreign) == (True, 2.0)
-    assert (built_off.stated_relations, built_off.aligner.min_foreign) == (False, None)
+    assert (built_on.stated_relations, built_on.unstated_as_errors, built_on.aligner.min_foreign) == (True, True, 2.0)
+    assert (built_off.stated_relations, built_off.unstated_as_errors, built_off.aligner.min_foreign) == (False, False, None)

@@ -258,6 +258,11 @@ def _add_decoding_overrides(parser):
         help="ties on slot errors go to the candidate that states unseen relations in their own words; default: the run's",
     )
     parser.add_argument(
+        "--rerank-unstated-as-errors", action=argparse.BooleanOptionalAction, default=None,
+        help="an unseen relation not stated in its own words counts as a slot error (needs stated relations); "
+        "default: the run's",
+    )
+    parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
@@ -275,7 +280,7 @@ def _decoding_overrides(args):
         name: getattr(args, name)
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
-            "constrain_placeholders", "rerank_discriminator_weight",
+            "rerank_unstated_as_errors", "constrain_placeholders", "rerank_discriminator_weight",
         )
         if getattr(args, name) is not None
     }

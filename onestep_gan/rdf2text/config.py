@@ -108,7 +108,7 @@ class MLEConfig(_Serialisable):
         "epoch_seeded_shuffle": False, "predicate_placeholders": False, "average_checkpoints": 1,
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
-        "entity_roles": False, "triple_orders": 1,
+        "entity_roles": False, "triple_orders": 1, "rerank_unstated_as_errors": False,
     }
 
     seed: int = 1234
@@ -204,6 +204,9 @@ class MLEConfig(_Serialisable):
     # training references never showed (`SlotErrorReranker(stated_relations=True)`). Dev has no
     # such relation; chosen on a blind reading of test outputs it changes (README, lever 24).
     rerank_stated_relations: bool = True
+    # Each such unstated relation also counts as a slot error in the ranking, not only as a
+    # tie-breaker (`SlotErrorReranker(unstated_as_errors=True)`; needs rerank_stated_relations).
+    rerank_unstated_as_errors: bool = False
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
     constrain_placeholders: bool = False
@@ -252,6 +255,11 @@ class MLEConfig(_Serialisable):
             raise ValueError(
                 "`rerank_discriminator_weight` must be 0 or more. "
                 f"Received: rerank_discriminator_weight={self.rerank_discriminator_weight}"
+            )
+        if self.rerank_unstated_as_errors and not self.rerank_stated_relations:
+            raise ValueError(
+                "`rerank_unstated_as_errors` counts unstated relations and needs rerank_stated_relations=True. "
+                "Received: rerank_stated_relations=False, rerank_unstated_as_errors=True"
             )
 
     @classmethod

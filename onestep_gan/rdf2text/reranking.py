@@ -20,6 +20,10 @@ whose value the text mentions without any word of the predicate near it. For suc
 the aligner can only say "correct, no evidence", and the model, not knowing the relation,
 falls back on a frequent one: "The Alvis Speed 25 is in the Straight-six engine" for
 `engine`, where another candidate says "has the engine Straight-six engine".
+With `unstated_as_errors` as well, each unstated relation counts as a slot error (the ties then
+go to the fewer unstated relations among texts of equal count): a text that states one relation
+unseen in training by a guess no longer beats, on slot errors alone, one that leaves a value out
+and states the relations it writes in their own words.
 """
 
 import collections
@@ -35,22 +39,32 @@ class SlotErrorReranker:
         min_foreign: None, or the aligner's `min_foreign` for reranking: a value stated under a
             relation the input does not have counts as a slot error too.
         stated_relations: break ties on errors by the fewest unstated relations (above).
+        unstated_as_errors: count each unstated relation as an error too (needs
+            `stated_relations`).
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
     >>> best = reranker.choose(triples, [["ENT_1", "was", "born", "in", "ENT_2", "."], ...], entity_map)
     """
 
-    def __init__(self, aligner, min_foreign=None, stated_relations=False):
+    def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False):
+        if unstated_as_errors and not stated_relations:
+            raise ValueError(
+                "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
+                f"Received: stated_relations={stated_relations!r}, unstated_as_errors={unstated_as_errors!r}"
+            )
         if min_foreign is not None:
             aligner = aligner.with_settings(min_foreign=min_foreign)
         self.aligner = aligner
         self.stated_relations = bool(stated_relations)
+        self.unstated_as_errors = bool(unstated_as_errors)
 
     @classmethod
     def from_config(cls, aligner, config):
-        """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`)."""
-        return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations)
+        """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`,
+        `rerank_unstated_as_errors`)."""
+        return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations,
+                   unstated_as_errors=config.rerank_unstated_as_errors)
 
     def errors(self, triples, tokens, entity_map):
         """The error count of one candidate (delexicalised `tokens`, the input's `entity_map`)."""
@@ -75,11 +89,13 @@ class SlotErrorReranker:
         repeated = sum(count - 1 for count in collections.Counter(placeholders).values() if count > 1)
         judgement = self.aligner.judge_delexicalised(triples, list(tokens))
         unstated = self._unstated(judgement) if self.stated_relations else 0
-        return judgement.num_errors + invented + repeated, unstated
+        errors = judgement.num_errors + invented + repeated + (unstated if self.unstated_as_errors else 0)
+        return errors, unstated
 
     def choose(self, triples, candidates, entity_map, preference=None):
-        """Index of the candidate (token lists, most likely first) with the fewest errors (then,
-        with `stated_relations`, the fewest unstated relations). Ties go to the highest
+        """Index of the candidate (token lists, most likely first) with the fewest errors (with
+        `unstated_as_errors`, unstated relations included; then, with `stated_relations`, the
+        fewest unstated relations). Ties go to the highest
         `preference` (one number per candidate), else to the more likely (the first)."""
         if not candidates:
             raise ValueError("Expected at least one candidate. Received: none.")
