@@ -206,6 +206,8 @@ class MLEConfig(_Serialisable):
     rerank_stated_relations: bool = True
     # Each such unstated relation also counts as a slot error in the ranking, not only as a
     # tie-breaker (`SlotErrorReranker(unstated_as_errors=True)`; needs rerank_stated_relations).
+    # Off: on the held-out split (README, h3) it drops values rather than states relations:
+    # held-out dev coverage 91.94% -> 89.44%, slot errors by the whole-train aligner 18.14% -> 21.98%.
     rerank_unstated_as_errors: bool = False
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
