@@ -140,8 +140,7 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
         foreign = config.rerank_min_foreign
         if min_foreign:
             foreign = _optional_float(min_foreign[0])
-        reranker = SlotErrorReranker(aligner, min_foreign=foreign, stated_relations=config.rerank_stated_relations,
-                                     unstated_as_errors=config.rerank_unstated_as_errors)
+        reranker = SlotErrorReranker.from_config(aligner, dataclasses.replace(config, rerank_min_foreign=foreign))
         rerank_label = "yes" if foreign is None else f"yes, min_foreign {foreign:g}"
     generate_function = inference.make_generate_function(
         model, method="beam", beam_width=beam_width, length_penalty=length_penalty,
