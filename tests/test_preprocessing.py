@@ -317,6 +317,41 @@ def test_relexicalise_does_not_double_a_word_at_an_entity_boundary():
         "Fort", "Worth", "Worth", "Texas"]
 
 
+def test_relexicalise_ends_a_text_with_one_period_after_a_value_that_ends_with_one():
+    # "Chelsea F.C." tokenises to "F.C" "." at the end of a text: the value's period closes the text,
+    # as train references write it ("plays for Chelsea F.C.", not "F.C..").
+    entity_map = {"ENT_1": "Christian Panucci", "ENT_2": "Chelsea F.C.", "ENT_3": "Washington, D.C."}
+    assert relexicalise(["ENT_1", "plays", "for", "ENT_2", "."], entity_map) == [
+        "Christian", "Panucci", "plays", "for", "Chelsea", "F.C", "."]
+    assert detokenize(relexicalise(["ENT_1", "plays", "for", "ENT_2", "."], entity_map)) == (
+        "Christian Panucci plays for Chelsea F.C.")
+    # Inside a text the sentence's own period stays (the slot aligner reads sentences up to a "."),
+    # and so does any other punctuation after the value.
+    assert relexicalise(["ENT_2", ".", "ENT_3", "is", "a", "capital", "."], entity_map) == [
+        "Chelsea", "F.C", ".", ".", "Washington", ",", "D.C", ".", "is", "a", "capital", "."]
+    assert relexicalise(["ENT_2", ",", "ENT_1", "."], entity_map) == ["Chelsea", "F.C", ".", ",", "Christian",
+                                                                    "Panucci", "."]
+    assert relexicalise(["ENT_1", "."], entity_map) == ["Christian", "Panucci", "."]
+
+
+def test_relexicalise_writes_a_value_as_given_where_tokens_would_respace_it():
+    # Treebank tokens of "Madrid–Barajas", "T&TEC" or a quoted name detokenise with other spacing.
+    entity_map = {"ENT_1": "Adolfo Suárez Madrid–Barajas Airport", "ENT_2": "T&TEC Sports Club",
+                  "ENT_3": "18R/36L 'Polderbaan'", "ENT_4": "2014–15 Serie A", "ENT_5": "Bangalore – 560090"}
+    assert detokenize(relexicalise(["ENT_1", "is", "in", "Madrid", "."], entity_map)) == (
+        "Adolfo Suárez Madrid–Barajas Airport is in Madrid.")
+    assert detokenize(relexicalise(["ENT_2", "and", "ENT_3", "."], entity_map)) == (
+        "T&TEC Sports Club and 18R/36L 'Polderbaan'.")
+    assert detokenize(relexicalise(["it", "played", "in", "the", "ENT_4", "season", "."], entity_map)) == (
+        "it played in the 2014–15 Serie A season.")
+    # A value already spaced as its tokens keeps its tokens (and what relexicalisation does with them).
+    assert relexicalise(["in", "ENT_5", "."], entity_map) == ["in", "Bangalore", "–", "560090", "."]
+    assert relexicalise(["the", "ENT_1"], entity_map) == ["the", "Adolfo Suárez Madrid–Barajas Airport"]
+    # Around a comma the tokens' spacing is the better one, and they are kept.
+    assert relexicalise(["ENT_6", "."], {"ENT_6": "Joden , Godenzonen"}) == ["Joden", ",", "Godenzonen", "."]
+    assert relexicalise(["ENT_6", "."], {"ENT_6": "Bacon,sausage"}) == ["Bacon", ",", "sausage", "."]
+
+
 def test_entity_roles_follow_each_placeholder_of_the_source():
     triples = [Triple("Aarhus_Airport", "location", "Tirstrup"), Triple("Tirstrup", "country", "Denmark"),
                Triple("Aarhus_Airport", "elevation", "25.0")]

@@ -287,28 +287,48 @@ def entity_role_tokens(triples):
     }
 
 
+_COMMA_SPACING = re.compile(r"\s*,\s*")
+
+
 def relexicalise(tokens, entity_map, predicate_map=None):
     """Replaces each entity placeholder by its entity's tokens (`write_out` forms, with "a"/"an"
     before it fitted to its first sound) and each predicate placeholder by its predicate's words
     (`predicate_map`); placeholders not in the maps are dropped, and so is a ")" that closes
     nothing. A word doubled at a placeholder's edge is written once, the value's form kept: "the
     ENT_1" with "The Star-Spangled Banner" -> "The Star-Spangled Banner", "ENT_2 season" with "2011
-    PDL season" -> "2011 PDL season" (`relexicalise_predicates` does the same for predicates)."""
+    PDL season" -> "2011 PDL season" (`relexicalise_predicates` does the same for predicates); a
+    text that ends with a value's period ("plays for Chelsea F.C.") gets no second one."""
     output = []
     entity_end = None  # the last word of the entity just written
-    for token in relexicalise_predicates(tokens, predicate_map):
+    tokens = list(relexicalise_predicates(tokens, predicate_map))
+    for index, token in enumerate(tokens):
         if not is_placeholder(token):
-            if not _same_word(token, entity_end):
+            # A text that ends with "Chelsea F.C." ends with the value's own period: train references
+            # end with "F.C.", "D.C.", "Jr." 271 times and with a second period 10 times. (Inside a
+            # text the second period stays: without it the slot aligner reads on past the sentence.)
+            final_period = token == "." == entity_end and index == len(tokens) - 1
+            if not _same_word(token, entity_end) and not final_period:
                 output.append(token)
             entity_end = None
         elif token in entity_map:
-            words = tokenize(write_out(entity_map[token], output[-1] if output else None))
+            words = _value_tokens(write_out(entity_map[token], output[-1] if output else None))
             if words and output and entity_end is None and _same_word(words[0], output[-1]):
                 output.pop()  # the model's word, never another entity's
             _fit_article_before(output, words)
             output.extend(words)
             entity_end = words[-1] if words else None
     return _without_unopened_parentheses(output)
+
+
+def _value_tokens(text):
+    """The tokens an output writes a value with: `tokenize(text)`, or `[text]` whole where those
+    tokens would detokenise with other spacing ("Madrid–Barajas" -> "Madrid – Barajas", "T&TEC" ->
+    "T & TEC", "18R/36L 'Polderbaan'" -> "18R/36L' Polderbaan'"). Around a comma the tokens' spacing
+    is kept ("Joden , Godenzonen" -> "Joden, Godenzonen")."""
+    tokens = tokenize(text)
+    if detokenize(tokens) == _COMMA_SPACING.sub(", ", text).strip():
+        return tokens
+    return [text]
 
 
 def _without_unopened_parentheses(tokens):
