@@ -297,7 +297,8 @@ def relexicalise(tokens, entity_map, predicate_map=None):
     nothing. A word doubled at a placeholder's edge is written once, the value's form kept: "the
     ENT_1" with "The Star-Spangled Banner" -> "The Star-Spangled Banner", "ENT_2 season" with "2011
     PDL season" -> "2011 PDL season" (`relexicalise_predicates` does the same for predicates); a
-    text that ends with a value's period ("plays for Chelsea F.C.") gets no second one."""
+    text that ends with a value's period ("plays for Chelsea F.C.") gets no second one; a value
+    whose tokens would detokenise with other spacing is written as given (`_value_tokens`)."""
     output = []
     entity_end = None  # the last word of the entity just written
     tokens = list(relexicalise_predicates(tokens, predicate_map))
