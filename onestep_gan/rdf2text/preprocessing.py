@@ -301,7 +301,7 @@ def relexicalise(tokens, entity_map, predicate_map=None):
     whose tokens would detokenise with other spacing is written as given (`_value_tokens`)."""
     output = []
     entity_end = None  # the last word of the entity just written
-    tokens = list(relexicalise_predicates(tokens, predicate_map))
+    tokens = relexicalise_predicates(tokens, predicate_map)
     for index, token in enumerate(tokens):
         if not is_placeholder(token):
             # A text that ends with "Chelsea F.C." ends with the value's own period: train references
