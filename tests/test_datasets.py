@@ -244,3 +244,52 @@ def test_triple_orders_reject_bad_settings():
         datasets.make_training_dataset(
             examples, 2, epochs=1, orders=[[EncodedExample("e0", (4, 5), None, {})]], **SPECIAL_IDS
         )
+
+
+def _unpadded_rows(inputs, labels):
+    """Each row of a batch with its PAD tail cut off: (source, target, labels) tuples."""
+    def cut(row):
+        row = [int(value) for value in row]
+        while row and row[-1] == PAD:
+            row.pop()
+        return tuple(row)
+
+    return [
+        (cut(source), cut(target), cut(label))
+        for source, target, label in zip(np.asarray(inputs["source"]), np.asarray(inputs["target"]), np.asarray(labels))
+    ]
+
+
+@pytest.mark.parametrize("epochs", [None, 2])
+def test_fixed_shapes_pad_the_same_batches_to_one_width_per_bucket(epochs):
+    rng = np.random.default_rng(1)
+    lengths = [(int(rng.integers(1, 20)), int(rng.integers(1, 30))) for _ in range(53)]
+    examples = synthetic_examples(lengths)
+
+    def batches(fixed_shapes):
+        return list(datasets.make_training_dataset(
+            examples, batch_size=4, seed=3, bucket_boundaries=(8, 16), epochs=epochs,
+            fixed_shapes=fixed_shapes, **SPECIAL_IDS,
+        ))
+
+    variable, fixed = batches(False), batches(True)
+    assert len(fixed) == len(variable)
+    # The same examples in the same order, only padded further.
+    assert [_unpadded_rows(*batch) for batch in fixed] == [_unpadded_rows(*batch) for batch in variable]
+    # Widths per bucket: the longest source and text + 1 of the examples in it.
+    widths = {}
+    for source_length, text_length in lengths:
+        longest = max(source_length, text_length + 1)
+        bucket = 0 if longest < 8 else 1 if longest < 16 else 2
+        source_width, label_width = widths.get(bucket, (0, 0))
+        widths[bucket] = (max(source_width, source_length), max(label_width, text_length + 1))
+    assert datasets.bucket_widths(examples, (8, 16)) == (
+        [widths[0][0], widths[1][0], widths[2][0]], [widths[0][1], widths[1][1], widths[2][1]]
+    )
+    shapes = {(np.shape(inputs["source"])[1:], np.shape(inputs["target"])[1:], np.shape(labels)[1:])
+              for inputs, labels in fixed}
+    assert shapes == {((source_width,), (label_width,), (label_width,)) for source_width, label_width in widths.values()}
+    # Batch sizes: full, or a bucket's last batch of each epoch.
+    assert len({(np.shape(labels)[0], np.shape(labels)[1]) for _, labels in fixed}) <= 2 * len(widths)
+    # Without fixed shapes, batches are as wide as their own longest example.
+    assert len({np.shape(labels)[1] for _, labels in variable}) > len(widths)

@@ -131,6 +131,9 @@ def test_config_round_trip_and_validation(tmp_path):
     with pytest.raises(ValueError, match="not combined. Received: triple_orders=2, predicate_word_dropout=0.1"):
         MLEConfig(triple_orders=2, predicate_word_dropout=0.1)
     assert MLEConfig.from_dict({"seed": 1}).triple_orders == 1  # a run saved before the field
+    with pytest.raises(ValueError, match=r"`jit_compile` must be one of \['auto', 'off', 'on'\]. Received: jit_compile=True"):
+        MLEConfig(jit_compile=True)
+    assert [MLEConfig(jit_compile=value).keras_jit_compile for value in ("auto", "on", "off")] == ["auto", True, False]
 
 
 def test_the_mle_job_refuses_a_discriminator_weight_before_writing_anything(tmp_path):
@@ -374,3 +377,28 @@ def test_a_backup_resumes_under_other_decoding_settings_only():
     assert mle._resume_metadata(decoding) == mle._resume_metadata(config)
     assert mle._resume_metadata(dataclasses.replace(config, epochs=config.epochs + 1)) != mle._resume_metadata(config)
     assert mle._resume_metadata(dataclasses.replace(config, average_checkpoints=2)) != mle._resume_metadata(config)
+    # What jit_compile changes in training is the batches' widths: a backup of fixed-width batches
+    # does not resume with variable ones (Keras resolves "auto" by backend and devices), nor back.
+    assert mle._resume_metadata(dataclasses.replace(config, jit_compile="on")) == mle._resume_metadata(config)
+    assert mle._resume_metadata(config, fixed_shapes=True) != mle._resume_metadata(config)
+
+
+@pytest.mark.parametrize("jit_compile, fixed_shapes", [("on", True), ("off", False)])
+def test_a_compiled_train_step_trains_on_batches_of_fixed_widths(jit_compile, fixed_shapes, tmp_path, monkeypatch):
+    """With the step compiled by XLA (here on TensorFlow's CPU, where "auto" leaves it off), train
+    and dev batches come padded to their bucket's width, and the run completes."""
+    from onestep_gan.rdf2text import datasets
+
+    seen = []
+    make_training_dataset = datasets.make_training_dataset
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("fixed_shapes", False))
+        return make_training_dataset(*args, **kwargs)
+
+    monkeypatch.setattr(datasets, "make_training_dataset", recording)
+    results = mle.train_and_evaluate(tiny_config(jit_compile=jit_compile), FIXTURE_2017, tmp_path / "run")
+    # The step count is shape-blind; the dev and train batches follow the compiled step.
+    assert seen == [False, fixed_shapes, fixed_shapes]
+    assert results["timing"]["epochs_trained"] == 1
+    assert MLEConfig.load(tmp_path / "run" / runs.CONFIG_FILE).jit_compile == jit_compile

@@ -17,6 +17,8 @@ import typing
 # The same as datasets.DEFAULT_BUCKET_BOUNDARIES (tests/test_cli_errors.py checks it), written
 # out so that reading a config (and `onestep-gan --help`) does not import TensorFlow.
 DEFAULT_BUCKET_BOUNDARIES = (16, 24, 32, 48)
+# `MLEConfig.jit_compile` -> Keras' `compile(jit_compile=...)`.
+_JIT_COMPILE = {"auto": "auto", "on": True, "off": False}
 
 
 class _Serialisable:
@@ -109,6 +111,7 @@ class MLEConfig(_Serialisable):
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
         "entity_roles": False, "triple_orders": 1, "rerank_unstated_as_errors": False,
+        "jit_compile": "auto",
     }
 
     seed: int = 1234
@@ -166,6 +169,13 @@ class MLEConfig(_Serialisable):
     # wrong bindings 0.86% -> 0.47%; the job then runs the whole 80-epoch schedule (best epoch 66).
     dropout: float = 0.2
     copy_placeholders: bool = True  # placeholder logits point into the source (TransformerGenerator)
+    # The train step compiled by XLA (TensorFlow, JAX) or torch.compile: "on", "off", or "auto",
+    # Keras' choice (`compile(jit_compile="auto")`: on with JAX and on a TensorFlow GPU, off on a
+    # CPU-only TensorFlow and with PyTorch). When on, each length bucket's batches are padded to one
+    # width (`make_training_dataset(fixed_shapes=True)`), so the step compiles a handful of times,
+    # not once per batch shape; the same batches otherwise, but their dropout masks are drawn at
+    # the padded width, so the trained model differs from an uncompiled run's as another seed's does.
+    jit_compile: str = "auto"
     # Shuffle epoch e by (seed, e), so that a resumed run is the uninterrupted run exactly.
     # False: one seeded shuffle stream over all epochs (how runs before this default were
     # trained; a resumed run then sees another order after the restart).
@@ -241,6 +251,10 @@ class MLEConfig(_Serialisable):
                 "`predicate_word_dropout` draws its masks per epoch and needs epoch_seeded_shuffle=True. "
                 f"Received: predicate_word_dropout={self.predicate_word_dropout}, epoch_seeded_shuffle=False"
             )
+        if self.jit_compile not in _JIT_COMPILE:
+            raise ValueError(
+                f"`jit_compile` must be one of {sorted(_JIT_COMPILE)}. Received: jit_compile={self.jit_compile!r}"
+            )
         if int(self.triple_orders) < 1:
             raise ValueError(f"`triple_orders` must be positive. Received: triple_orders={self.triple_orders}")
         if self.triple_orders > 1 and not self.epoch_seeded_shuffle:
@@ -263,6 +277,11 @@ class MLEConfig(_Serialisable):
                 "`rerank_unstated_as_errors` counts unstated relations and needs rerank_stated_relations=True. "
                 "Received: rerank_stated_relations=False, rerank_unstated_as_errors=True"
             )
+
+    @property
+    def keras_jit_compile(self):
+        """`jit_compile` as Keras' `compile` takes it: "auto", True or False."""
+        return _JIT_COMPILE[self.jit_compile]
 
     @classmethod
     def quick(cls, **overrides):

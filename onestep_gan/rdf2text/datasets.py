@@ -4,7 +4,8 @@
   `x = {"source": ids, "target": BOS + text}` and `y = text + EOS`, both padded with PAD,
   bucketed by length so that a batch holds sequences of similar length (less padding),
   shuffled with a seed, prefetched; optionally with source word dropout (`WordDropout`) or
-  each text in one of several orders of its triples per epoch (`orders`).
+  each text in one of several orders of its triples per epoch (`orders`), and with one fixed
+  width per bucket (`fixed_shapes`, for XLA and `jax.jit`, which compile once per shape).
 - `make_adversarial_dataset`: fixed-shape `(source_ids, text + EOS)` batches for the text GAN
   (the layout of the sampler's output), repeated for `steps_per_epoch`.
 - `source_batches`: fixed-shape source batches for decoding, sorted by length, with the
@@ -14,6 +15,7 @@ Special ids (`pad_id`, `bos_id`, `eos_id`) come from the caller, normally
 `TextPreprocessor.special_ids`. TensorFlow is used here only for `tf.data`, as DESIGN.md allows.
 """
 
+import bisect
 import dataclasses
 import logging
 
@@ -70,6 +72,7 @@ def make_training_dataset(
     initial_epoch=0,
     word_dropout=None,
     orders=(),
+    fixed_shapes=False,
 ):
     """`tf.data.Dataset` of `({"source": (b, s), "target": (b, t)}, labels (b, t))` int32.
 
@@ -93,6 +96,12 @@ def make_training_dataset(
     `i` comes as it is in `examples` or as in one of the `orders`, each with equal chance, drawn by
     `(seed, e, i)`: source and text always from the same list, and a resumed run draws what the
     uninterrupted one drew.
+
+    `fixed_shapes`: each batch padded further, to the longest source and the longest text of
+    any example of its bucket (`orders` included), so the batches take at most two shapes per
+    bucket (full and the bucket's last, smaller batch): a train step compiled per shape (XLA,
+    `jax.jit`) compiles a handful of times instead of once per batch. Which examples form a
+    batch, and in which order, does not change; the loss ignores the extra PAD.
     """
     if not examples:
         raise ValueError("Expected at least one training example. Received: 0 examples.")
@@ -144,7 +153,7 @@ def make_training_dataset(
 
     def batches(dataset):
         dataset = dataset.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return dataset.bucket_by_sequence_length(
+        dataset = dataset.bucket_by_sequence_length(
             element_length_func=lambda inputs, labels: tf.maximum(
                 tf.shape(inputs["source"])[0], tf.shape(labels)[0]
             ),
@@ -152,6 +161,30 @@ def make_training_dataset(
             bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
             padding_values=({"source": pad_id, "target": pad_id}, pad_id),
         )
+        if fixed_shapes:
+            dataset = dataset.map(pad_to_bucket_width)
+        return dataset
+
+    if fixed_shapes:
+        source_widths, label_widths = bucket_widths(everything, boundaries)
+        source_widths = tf.constant(source_widths, tf.int32)
+        label_widths = tf.constant(label_widths, tf.int32)
+        boundaries_tensor = tf.constant(boundaries, tf.int32)
+
+        def pad_to_bucket_width(inputs, labels):
+            # The batch's longer width is its longest example's length, in the same bucket as each
+            # of its examples (bucket b holds lengths in [boundaries[b - 1], boundaries[b])).
+            longest = tf.maximum(tf.shape(inputs["source"])[1], tf.shape(labels)[1])
+            bucket = tf.reduce_sum(tf.cast(boundaries_tensor <= longest, tf.int32))
+
+            def pad(ids, width):
+                return tf.pad(ids, [[0, 0], [0, width - tf.shape(ids)[1]]], constant_values=pad_id)
+
+            return (
+                {"source": pad(inputs["source"], source_widths[bucket]),
+                 "target": pad(inputs["target"], label_widths[bucket])},
+                pad(labels, label_widths[bucket]),
+            )
 
     if epochs is None:
         dataset = examples_dataset
@@ -267,6 +300,20 @@ def make_adversarial_dataset(
     if shuffle:
         dataset = dataset.shuffle(len(kept), seed=seed, reshuffle_each_iteration=True).repeat()
     return batches(dataset).prefetch(tf.data.AUTOTUNE)
+
+
+def bucket_widths(examples, boundaries):
+    """`(source widths, label widths)`, one per bucket of `make_training_dataset`: the longest
+    source and the longest text + 1 (BOS + text, text + EOS) of the examples whose longer one
+    falls in that bucket; 1 for an empty bucket."""
+    source_widths = [1] * (len(boundaries) + 1)
+    label_widths = [1] * (len(boundaries) + 1)
+    for example in examples:
+        source_length, label_length = len(example.source_ids), len(example.target_ids) + 1
+        bucket = bisect.bisect_right(boundaries, max(source_length, label_length))
+        source_widths[bucket] = max(source_widths[bucket], source_length)
+        label_widths[bucket] = max(label_widths[bucket], label_length)
+    return source_widths, label_widths
 
 
 def with_known_length(dataset):

@@ -185,6 +185,7 @@ def compile_model(model, config, total_steps):
         loss=LabelSmoothedSparseCrossEntropy(
             label_smoothing=config.label_smoothing, ignore_class=model.pad_id
         ),
+        jit_compile=config.keras_jit_compile,
     )
 
 
@@ -271,24 +272,27 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
         train_examples, config.batch_size, shuffle=False, bucket_boundaries=config.bucket_boundaries,
         **preprocessor.special_ids,
     ))
-    dev_dataset = datasets.make_training_dataset(
-        dev_loss_examples, config.batch_size, shuffle=False, bucket_boundaries=config.bucket_boundaries,
-        **preprocessor.special_ids,
-    )
-    dev_dataset, _ = datasets.with_known_length(dev_dataset)
     data_seconds = time.perf_counter() - start_time
 
     # 2. MLE training with plain compile + fit, resumed from the backup of an interrupted run.
     model = build_model(config, preprocessor)
     model.build()
     compile_model(model, config, total_steps=steps_per_epoch * config.epochs)
-    logger.info("Model: %s parameters, %d steps per epoch", f"{model.count_params():,}", steps_per_epoch)
+    fixed_shapes = model.jit_compile is True  # as Keras resolved "auto"; see MLEConfig.jit_compile
+    logger.info(
+        "Model: %s parameters, %d steps per epoch, train step %s", f"{model.count_params():,}", steps_per_epoch,
+        "compiled (batches of fixed widths)" if fixed_shapes else "not compiled by XLA",
+    )
+    dev_dataset, _ = datasets.with_known_length(datasets.make_training_dataset(
+        dev_loss_examples, config.batch_size, shuffle=False, bucket_boundaries=config.bucket_boundaries,
+        fixed_shapes=fixed_shapes, **preprocessor.special_ids,
+    ))
     checkpoint = checkpoints.AtomicModelCheckpoint(
         str(run_dir / runs.MODEL_FILE), monitor="val_loss", save_best_only=True, verbose=1
     )
     early_stopping = keras.callbacks.EarlyStopping(monitor="val_loss", patience=config.early_stopping_patience)
     backup = checkpoints.TrainingBackup(
-        run_dir / runs.BACKUP_DIR, [checkpoint, early_stopping], metadata=_resume_metadata(config)
+        run_dir / runs.BACKUP_DIR, [checkpoint, early_stopping], metadata=_resume_metadata(config, fixed_shapes)
     )
     initial_epoch = backup.restore(model)  # 0 for a new run; raises on a damaged backup
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -315,7 +319,9 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     callbacks.append(backup)  # last: saves after the others updated their state
     train_start = time.perf_counter()
     if not backup.finished:  # a finished training phase (killed while decoding) is not redone
-        train_dataset = training_dataset(config, preprocessor, train_examples, initial_epoch, train_entries)
+        train_dataset = training_dataset(
+            config, preprocessor, train_examples, initial_epoch, train_entries, fixed_shapes=fixed_shapes
+        )
         epoch_steps = steps_per_epoch if config.epoch_seeded_shuffle else None
         model.fit(
             train_dataset,
@@ -375,8 +381,9 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     return {**results, "timing": timing, "run_dir": str(run_dir)}
 
 
-def training_dataset(config, preprocessor, train_examples, initial_epoch=0, train_entries=None):
-    """The batches `fit` trains on, from epoch `initial_epoch` on.
+def training_dataset(config, preprocessor, train_examples, initial_epoch=0, train_entries=None, fixed_shapes=False):
+    """The batches `fit` trains on, from epoch `initial_epoch` on (`fixed_shapes`: one width per
+    length bucket, for a train step compiled per shape).
 
     With `config.epoch_seeded_shuffle`, epoch `e` is shuffled by `(seed, e)` (a run resumed at epoch
     `e` sees the same batches; fit it with `steps_per_epoch`), with `config.predicate_word_dropout`
@@ -388,7 +395,7 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0, trai
     if not config.epoch_seeded_shuffle:
         dataset, _ = datasets.with_known_length(datasets.make_training_dataset(
             train_examples, config.batch_size, shuffle=True, seed=config.seed,
-            bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
+            bucket_boundaries=config.bucket_boundaries, fixed_shapes=fixed_shapes, **preprocessor.special_ids,
         ))
         return dataset
     word_dropout = None
@@ -412,6 +419,7 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0, trai
         train_examples, config.batch_size, shuffle=True, seed=config.seed,
         bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
         epochs=config.epochs, initial_epoch=initial_epoch, word_dropout=word_dropout, orders=orders,
+        fixed_shapes=fixed_shapes,
     )
 
 
@@ -442,12 +450,17 @@ _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
     "rerank_stated_relations", "rerank_unstated_as_errors", "constrain_placeholders", "rerank_discriminator_weight",
     "decode_batch_size", "num_logged_samples",
+    "jit_compile",  # what it changes in training, the batches' widths, is named on its own
 })
 
 
-def _resume_metadata(config):
-    """What a backup must match to be resumed: every setting that shapes training."""
-    return {key: value for key, value in config.to_dict().items() if key not in _NOT_TRAINING}
+def _resume_metadata(config, fixed_shapes=False):
+    """What a backup must match to be resumed: every setting that shapes training, and whether the
+    batches had fixed widths (Keras resolves `jit_compile="auto"` by the backend and devices)."""
+    metadata = {key: value for key, value in config.to_dict().items() if key not in _NOT_TRAINING}
+    if fixed_shapes:  # absent otherwise, as in backups written before the option existed
+        metadata["fixed_batch_shapes"] = True
+    return metadata
 
 
 def format_training_time(timing):
