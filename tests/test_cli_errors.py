@@ -226,3 +226,10 @@ def test_example_script_user_errors_are_one_line_with_exit_status_2(tmp_path):
         assert result.returncode == 2, result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("webnlg_read_sample.py: error: ") and fragment in lines[0], lines
+
+
+def test_a_bad_jit_compile_value_is_one_line_and_leaves_no_run(tmp_path, capsys):
+    arguments = ["train", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path / "run")]
+    assert cli.main([*arguments, "--jit-compile", "maybe"]) == 2
+    one_line_error(capsys, "`jit_compile` must be one of ['auto', 'off', 'on']", "Received: jit_compile='maybe'")
+    assert not (tmp_path / "run").exists()
