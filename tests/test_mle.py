@@ -9,7 +9,9 @@ import warnings
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
+from onestep_gan.gradients import value_and_gradients
 from onestep_gan.rdf2text import inference, mle, runs
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.faithfulness import SlotAligner
@@ -61,6 +63,31 @@ def test_label_smoothed_loss_ignores_pad_and_averages_over_real_tokens():
     per_token = np.asarray(per_token)
     assert np.all(per_token[0, 2:] == 0.0)
     assert float(loss(labels, logits)) == pytest.approx(per_token.sum() / 6, rel=1e-5)
+
+
+def test_label_smoothed_loss_and_its_gradient_equal_the_gathered_form_to_the_last_bit():
+    # The label's log-probability is read as a sum against its one-hot: the same value and
+    # gradient as a gather (`take_along_axis`), bit for bit, ignored labels of any id included.
+    rng = np.random.default_rng(1)
+    logits = keras.Variable(rng.normal(size=(3, 5, 13)).astype("float32") * 4.0)
+    labels = np.array([[5, 3, 0, 0, 0], [12, 2, 4, 3, 1], [7, 7, 0, 9, 0]])
+    loss = LabelSmoothedSparseCrossEntropy(label_smoothing=0.1, ignore_class=0, reduction="none")
+
+    def gathered(labels, predictions):
+        log_probs = ops.log_softmax(predictions, axis=-1)
+        label_log_probs = ops.take_along_axis(log_probs, ops.convert_to_tensor(labels)[..., None], axis=-1)
+        nll = -ops.squeeze(label_log_probs, axis=-1)
+        losses = 0.9 * nll + 0.1 * -ops.mean(log_probs, axis=-1)
+        return ops.where(labels != 0, losses, 0.0)  # no rescaling under reduction="none"
+
+    weights = ops.convert_to_tensor(np.arange(15.0, dtype="float32").reshape((3, 5)))
+    ours, ours_gradient = value_and_gradients(lambda: ops.sum(loss(labels, logits) * weights), [logits])
+    reference, reference_gradient = value_and_gradients(lambda: ops.sum(gathered(labels, logits) * weights), [logits])
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(loss(labels, logits)), ops.convert_to_numpy(gathered(labels, logits))
+    )
+    assert float(ours) == float(reference)
+    np.testing.assert_array_equal(ops.convert_to_numpy(ours_gradient[0]), ops.convert_to_numpy(reference_gradient[0]))
 
 
 def test_without_smoothing_equals_keras_sparse_cross_entropy_with_ignore_class():

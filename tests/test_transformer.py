@@ -270,3 +270,57 @@ def test_bad_placeholder_ids_raise():
         TransformerGenerator(**dict(TINY, placeholder_ids=(0, 4)))
     with pytest.raises(ValueError, match="placeholder_ids"):
         TransformerGenerator(**dict(TINY, placeholder_ids=(11,)))
+
+
+def _gathered_copy_logits(model, hidden, copy_keys, source_ids):
+    """The copying output layer as a gather and a select (the formulation of earlier releases): each
+    placeholder's logit is its copy logit, every other logit the tied projection's."""
+    projection = ops.matmul(hidden, ops.transpose(model.embedding_matrix)) + model.output_bias
+    slots = ops.equal(ops.cast(source_ids, "int32")[:, :, None], np.array(model.placeholder_ids, "int32"))
+    scores = ops.einsum("btd,bsd->bts", model.copy_query(hidden), copy_keys) * (1.0 / np.sqrt(model.model_dim))
+    scores = ops.where(ops.any(slots, axis=-1)[:, None, :], scores, -1e9)
+    pointer = ops.log_softmax(scores, axis=-1)
+    per_placeholder = ops.logsumexp(pointer[..., None] + ops.where(slots, 0.0, -1e9)[:, None, :, :], axis=2)
+    copy_logits = model.copy_gate(hidden) + per_placeholder
+    copy_logits = ops.where(ops.logical_not(ops.any(slots, axis=1))[:, None, :], -30.0, copy_logits)
+    slot_of_id = [len(model.placeholder_ids)] * model.vocabulary_size
+    for slot, index in enumerate(model.placeholder_ids):
+        slot_of_id[index] = slot
+    extended = ops.concatenate([copy_logits, ops.zeros_like(copy_logits[..., :1])], axis=-1)
+    copied = ops.take(extended, np.array(slot_of_id, "int32"), axis=-1)
+    return ops.where(np.array(slot_of_id) < len(model.placeholder_ids), copied, projection)
+
+
+def test_copying_output_layer_equals_a_gather_and_select_to_the_last_bit():
+    # The placeholders' columns come from the copy logits through a 0/1 product and the other
+    # columns from a projection with those columns zeroed: the same logits as a gather and a
+    # select, and the same gradients, bit for bit (each sum has one non-zero term).
+    keras.utils.set_random_seed(3)
+    model = TransformerGenerator(**COPY)
+    model({"source": COPY_SOURCE, "target": COPY_TARGET})
+    memory, source_mask = model.encode(COPY_SOURCE)
+    hidden, _ = model.read_text(COPY_TARGET, memory, source_mask)
+    copy_keys = model.copy_key(memory)
+    # Constants, so that the gradients below come from the output layer alone (PyTorch would
+    # otherwise follow `hidden` back to the input embedding).
+    hidden, copy_keys = (ops.convert_to_tensor(ops.convert_to_numpy(tensor)) for tensor in (hidden, copy_keys))
+    weights = np.random.default_rng(0).normal(size=(2, 4, 11)).astype("float32")
+
+    def loss(project):
+        return lambda: ops.sum(ops.convert_to_tensor(weights) * project(model, hidden, copy_keys, COPY_SOURCE))
+
+    ours = lambda model, hidden, keys, source: model._project_to_vocabulary(hidden, keys, source)  # noqa: E731
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(ours(model, hidden, copy_keys, COPY_SOURCE)),
+        ops.convert_to_numpy(_gathered_copy_logits(model, hidden, copy_keys, COPY_SOURCE)),
+    )
+    variables = [model.embedding_matrix, model.output_bias, *model.copy_query.trainable_weights,
+                 *model.copy_gate.trainable_weights]
+    _, ours_gradients = value_and_gradients(loss(ours), variables)
+    _, gathered_gradients = value_and_gradients(loss(_gathered_copy_logits), variables)
+    for ours_gradient, gathered_gradient in zip(ours_gradients, gathered_gradients, strict=True):
+        np.testing.assert_array_equal(ops.convert_to_numpy(ours_gradient), ops.convert_to_numpy(gathered_gradient))
+    # The placeholders' output columns get no gradient from the projection: only the copy path.
+    embedding_gradient = ops.convert_to_numpy(ours_gradients[0])
+    np.testing.assert_array_equal(embedding_gradient[list(COPY["placeholder_ids"])], 0.0)
+    assert np.abs(embedding_gradient).sum() > 0

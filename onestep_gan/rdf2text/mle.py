@@ -86,11 +86,12 @@ class LabelSmoothedSparseCrossEntropy(keras.losses.Loss):
     def call(self, y_true, y_pred):
         labels = ops.cast(y_true, "int32")
         log_probs = ops.log_softmax(ops.cast(y_pred, "float32"), axis=-1)  # (batch, length, classes)
-        # An ignored label may be any id; clip so that the gather stays in range.
+        # The label's log-probability as a sum against its one-hot (exact: one non-zero term):
+        # on a CPU a gather's gradient, a segment sum over the vocabulary axis, costs several
+        # times more. An ignored label may be any id; clip it into range.
         safe_labels = ops.clip(labels, 0, ops.shape(log_probs)[-1] - 1)
-        negative_log_likelihood = -ops.squeeze(
-            ops.take_along_axis(log_probs, safe_labels[..., None], axis=-1), axis=-1
-        )  # (batch, length)
+        one_hot_labels = ops.one_hot(safe_labels, ops.shape(log_probs)[-1], dtype=log_probs.dtype)
+        negative_log_likelihood = -ops.sum(log_probs * one_hot_labels, axis=-1)  # (batch, length)
         uniform_cross_entropy = -ops.mean(log_probs, axis=-1)  # (batch, length)
         losses = (
             (1.0 - self.label_smoothing) * negative_log_likelihood

@@ -35,8 +35,8 @@ References:
 
 import math
 
-
 import keras
+import numpy as np
 from keras import ops
 
 from onestep_gan.rdf2text.backbone import TransformerBackbone
@@ -155,9 +155,20 @@ class TransformerGenerator(TransformerBackbone):
 
     def _project_to_vocabulary(self, hidden, copy_keys=None, source_ids=None):
         """Logits `(batch, t, vocab)`; with copying, placeholders' logits point into the source."""
-        logits = ops.matmul(hidden, ops.transpose(self.embedding_matrix)) + self.output_bias
+        output_matrix = ops.transpose(self.embedding_matrix)  # (model_dim, vocab)
         if not self.placeholder_ids:
-            return logits
+            return ops.matmul(hidden, output_matrix) + self.output_bias
+        # The copy logits reach the vocabulary axis through a fixed 0/1 matrix whose row p has one
+        # 1, at the id of placeholder p, and the placeholders' columns of the output projection
+        # are zeroed: logits = hidden @ (W * keep) + b * keep + copy_logits @ scatter. Each
+        # placeholder's logit is then its copy logit and every other logit the projection's, exactly
+        # (every sum has one non-zero term), and so are their gradients. A gather of the copy logits
+        # along the vocabulary axis and a select did the same at a higher cost on a CPU (the
+        # gather's gradient is a segment sum over that axis).
+        scatter = np.zeros((len(self.placeholder_ids), self.vocabulary_size), dtype="float32")
+        scatter[range(len(self.placeholder_ids)), self.placeholder_ids] = 1
+        keep = ops.cast(1.0 - scatter.sum(axis=0), output_matrix.dtype)  # (vocab,)
+        logits = ops.matmul(hidden, output_matrix * keep) + self.output_bias * ops.cast(keep, self.output_bias.dtype)
         placeholder_ids = ops.convert_to_tensor(self.placeholder_ids, dtype="int32")
         slots = ops.equal(ops.cast(source_ids, "int32")[:, :, None], placeholder_ids)  # (b, s, P)
         scores = ops.einsum("btd,bsd->bts", self.copy_query(hidden), copy_keys)
@@ -170,18 +181,8 @@ class TransformerGenerator(TransformerBackbone):
         copy_logits = self.copy_gate(hidden) + per_placeholder  # (b, t, P)
         absent = ops.logical_not(ops.any(slots, axis=1))[:, None, :]  # (b, 1, P)
         copy_logits = ops.where(absent, ops.cast(_ABSENT_PLACEHOLDER_LOGIT, copy_logits.dtype), copy_logits)
-        # Scatter the P copy logits into the vocabulary axis: slot index per vocabulary id
-        # (P, a zero column, for the other ids), then a select.
-        num_placeholders = len(self.placeholder_ids)
-        slot_of_id = [num_placeholders] * self.vocabulary_size
-        for slot, index in enumerate(self.placeholder_ids):
-            slot_of_id[index] = slot
-        extended = ops.concatenate([copy_logits, ops.zeros_like(copy_logits[..., :1])], axis=-1)
-        copied = ops.take(extended, ops.convert_to_tensor(slot_of_id, dtype="int32"), axis=-1)
-        is_placeholder = ops.convert_to_tensor(
-            [slot < num_placeholders for slot in slot_of_id], dtype="bool"
-        )
-        return ops.where(is_placeholder, ops.cast(copied, logits.dtype), logits)
+        copied = ops.matmul(copy_logits, ops.cast(scatter, copy_logits.dtype))  # (b, t, vocab)
+        return logits + ops.cast(copied, logits.dtype)
 
     def decode(self, target, memory, source_mask, training=False, source_ids=None):
         """Teacher-forced decoder: target ids or distributions -> logits `(b, t, vocab)`."""
