@@ -164,7 +164,8 @@ class TransformerGenerator(TransformerBackbone):
         # placeholder's logit is then its copy logit and every other logit the projection's, exactly
         # (every sum has one non-zero term), and so are their gradients. A gather of the copy logits
         # along the vocabulary axis and a select did the same at a higher cost on a CPU (the
-        # gather's gradient is a segment sum over that axis).
+        # gather's gradient is a segment sum over that axis). Where float32 products run in TF32 (TensorFlow's
+        # and JAX's default on recent NVIDIA GPUs), the copy logits are rounded as the projection's are.
         scatter = np.zeros((len(self.placeholder_ids), self.vocabulary_size), dtype="float32")
         scatter[range(len(self.placeholder_ids)), self.placeholder_ids] = 1
         keep = ops.cast(1.0 - scatter.sum(axis=0), output_matrix.dtype)  # (vocab,)
