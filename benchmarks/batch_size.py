@@ -24,12 +24,10 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np
-
-from onestep_gan.rdf2text import datasets, webnlg
+from onestep_gan.rdf2text import datasets
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.mle import build_model, compile_model
-from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from webnlg_train_examples import encode_train_split  # benchmarks/, beside this script
 
 
 def main():
@@ -43,14 +41,7 @@ def main():
     base = MLEConfig.quick() if args.quick else MLEConfig()
     rounds = args.rounds or (2 if args.quick else 7)
 
-    entries = [entry for entry in webnlg.load_webnlg("train", args.data_dir) if entry.texts]
-    if args.quick:
-        entries = entries[:200]
-    preprocessor = TextPreprocessor.build(
-        entries, base.max_source_length, base.max_target_length, min_count=base.min_token_count,
-        predicate_placeholders=base.predicate_placeholders,
-    )
-    examples = preprocessor.encode_entries(entries, for_training=True)
+    preprocessor, examples = encode_train_split(base, args.data_dir, max_entries=200 if args.quick else None)
     print(f"{len(examples)} train examples, vocabulary {preprocessor.vocabulary_size}, model_dim={base.model_dim}, "
           f"whole epochs, {rounds} rounds")
 

@@ -38,10 +38,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
 
-from onestep_gan.rdf2text import datasets, webnlg
+from onestep_gan.rdf2text import datasets
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.mle import build_model, compile_model
-from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from webnlg_train_examples import encode_train_split  # benchmarks/, beside this script
 
 VARIANTS = {"variable": (False, "off"), "fixed": (True, "off"), "fixed+xla": (True, "on"), "variable+xla": (False, "on")}
 DEFAULT_VARIANTS = ("variable", "fixed", "fixed+xla")
@@ -69,12 +69,7 @@ def main():
     num_batches = args.batches if args.batches is not None else (6 if args.quick else 60)
     rounds = args.rounds or (2 if args.quick else 7)
 
-    entries = [entry for entry in webnlg.load_webnlg("train", args.data_dir) if entry.texts]
-    preprocessor = TextPreprocessor.build(
-        entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count,
-        predicate_placeholders=config.predicate_placeholders,
-    )
-    examples = preprocessor.encode_entries(entries, for_training=True)
+    preprocessor, examples = encode_train_split(config, args.data_dir)
     print(f"{len(examples)} train examples, vocabulary {preprocessor.vocabulary_size}, batch {config.batch_size}, "
           f"model_dim={config.model_dim}, {num_batches or 'all'} batches a pass, {rounds} rounds")
 

@@ -32,10 +32,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from keras import ops
 
-from onestep_gan.rdf2text import datasets, transformer, webnlg
+from onestep_gan.rdf2text import datasets, transformer
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy, build_model, compile_model
-from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+from webnlg_train_examples import encode_train_split  # benchmarks/, beside this script
 
 
 def previous_project_to_vocabulary(self, hidden, copy_keys=None, source_ids=None):
@@ -111,14 +111,7 @@ def main():
     config = MLEConfig.quick() if args.quick else MLEConfig()
     rounds = args.rounds or (2 if args.quick else 7)
 
-    entries = [entry for entry in webnlg.load_webnlg("train", args.data_dir) if entry.texts]
-    if args.quick:
-        entries = entries[:200]
-    preprocessor = TextPreprocessor.build(
-        entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count,
-        predicate_placeholders=config.predicate_placeholders,
-    )
-    examples = preprocessor.encode_entries(entries, for_training=True)
+    preprocessor, examples = encode_train_split(config, args.data_dir, max_entries=200 if args.quick else None)
     epoch = datasets.make_training_dataset(
         examples, config.batch_size, seed=config.seed, bucket_boundaries=config.bucket_boundaries, epochs=1,
         **preprocessor.special_ids,
