@@ -131,6 +131,9 @@ class TransformerGenerator(TransformerBackbone):
                 f"Received: placeholder_ids={list(placeholder_ids)}"
             )
         self.placeholder_ids = placeholder_ids
+        # `(P, vocabulary)` 0/1: row p has its 1 at the id of placeholder p (`_project_to_vocabulary`).
+        self._placeholder_scatter = np.zeros((len(placeholder_ids), vocabulary_size), dtype="float32")
+        self._placeholder_scatter[range(len(placeholder_ids)), placeholder_ids] = 1
 
     def build_head(self):
         self.output_bias = self.add_weight(
@@ -166,8 +169,7 @@ class TransformerGenerator(TransformerBackbone):
         # along the vocabulary axis and a select did the same at a higher cost on a CPU (the
         # gather's gradient is a segment sum over that axis). Where float32 products run in TF32 (TensorFlow's
         # and JAX's default on recent NVIDIA GPUs), the copy logits are rounded as the projection's are.
-        scatter = np.zeros((len(self.placeholder_ids), self.vocabulary_size), dtype="float32")
-        scatter[range(len(self.placeholder_ids)), self.placeholder_ids] = 1
+        scatter = self._placeholder_scatter
         keep = ops.cast(1.0 - scatter.sum(axis=0), output_matrix.dtype)  # (vocab,)
         logits = ops.matmul(hidden, output_matrix * keep) + self.output_bias * ops.cast(keep, self.output_bias.dtype)
         placeholder_ids = ops.convert_to_tensor(self.placeholder_ids, dtype="int32")
