@@ -12,7 +12,7 @@ import pytest
 from keras import ops
 
 from onestep_gan.gradients import value_and_gradients
-from onestep_gan.rdf2text import inference, mle, runs
+from onestep_gan.rdf2text import inference, mle, preprocessing, runs, webnlg
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy
@@ -279,6 +279,24 @@ def test_a_run_with_entity_roles_trains_and_its_saved_run_encodes_with_them(tmp_
     assert preprocessor.vocabulary.decode(example.source_ids)[-1] == "<PATIENT>"
     (text,) = inference.generate_texts(model, preprocessor, [[("Alan_Bean", "birthPlace", "Wheeler,_Texas")]],
                                        method="greedy")
+    assert isinstance(text, str)  # one epoch: any words
+
+
+def test_a_run_with_entity_words_trains_and_its_saved_run_encodes_with_them(tmp_path):
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("preprocessing, the same on every backend: run on TensorFlow")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        mle.train_and_evaluate(tiny_config(entity_words=4, predicate_placeholders=False), FIXTURE_2017, tmp_path)
+    model, preprocessor, loaded = runs.load_run(tmp_path)
+    assert loaded.entity_words == preprocessor.entity_words == 4
+    triples = [("Alan_Bean", "birthPlace", "Wheeler,_Texas"), ("Alan_Bean", "occupation", "Test_pilot")]
+    (example,) = preprocessor.encode_triples([triples])
+    tokens = preprocessor.vocabulary.decode(example.source_ids)
+    # Each entity's words (known or <unk>) after its first placeholder only.
+    assert len(tokens) == len(preprocessing.delexicalise([webnlg.Triple(*t) for t in triples]).source_tokens) + 7
+    assert tokens[:2] == ["<S>", "ENT_1"] and tokens[4] == "<P>" and tokens[-4:-2] == ["<O>", "ENT_3"]
+    (text,) = inference.generate_texts(model, preprocessor, [triples], method="greedy")
     assert isinstance(text, str)  # one epoch: any words
 
 

@@ -364,3 +364,22 @@ def test_entity_roles_follow_each_placeholder_of_the_source():
     # An entity that is its own object is both; off (the default), no role tokens.
     assert entity_role_tokens([Triple("A", "p", "A")]) == {"A": ("<BRIDGE>",)}
     assert "<AGENT>" not in delexicalise(triples).source_tokens
+
+
+def test_entity_words_follow_the_first_placeholder_of_each_entity_in_the_source():
+    triples = [Triple("Aarhus_Airport", "location", "Tirstrup"), Triple("Tirstrup", "country", "Denmark"),
+               Triple("Aarhus_Airport", "runwayName", "\"10R/28L\""),
+               Triple("Aarhus_Airport", "operatingOrganisation", "Aarhus_Lufthavn_A/S")]
+    example = delexicalise(triples, "Aarhus Airport is in Tirstrup, Denmark.", entity_words=2)
+    assert example.source_tokens == [
+        "<S>", "ENT_1", "Aarhus", "Airport", "<P>", "location", "<O>", "ENT_2", "Tirstrup",
+        "<S>", "ENT_2", "<P>", "country", "<O>", "ENT_3", "Denmark",
+        "<S>", "ENT_1", "<P>", "runway", "name", "<O>", "ENT_4", "10R/28L",
+        "<S>", "ENT_1", "<P>", "operating", "organisation", "<O>", "ENT_5", "Aarhus", "Lufthavn"]
+    assert example.target_tokens == ["ENT_1", "is", "in", "ENT_2", ",", "ENT_3", "."]  # the text is unchanged
+    assert example.entity_map == delexicalise(triples).entity_map
+    # With roles, the words come first; off (the default), none.
+    assert delexicalise(triples[:1], entity_words=1, entity_roles=True).source_tokens == [
+        "<S>", "ENT_1", "Aarhus", "<AGENT>", "<P>", "location", "<O>", "ENT_2", "Tirstrup", "<PATIENT>"]
+    assert delexicalise(triples).source_tokens == delexicalise(triples, entity_words=0).source_tokens
+    assert "Tirstrup" not in delexicalise(triples).source_tokens

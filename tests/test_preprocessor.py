@@ -135,3 +135,28 @@ def test_entity_roles_reach_the_vocabulary_and_a_run_without_them_refuses_them()
     # A run's preprocessor follows its config.
     config = MLEConfig(entity_roles=True, predicate_placeholders=False)
     assert runs.preprocessor_for(config, preprocessor.vocabulary).entity_roles
+
+
+def test_entity_words_of_two_or_more_entities_reach_the_vocabulary_others_read_as_unk():
+    triple = webnlg.Triple
+    entries = [
+        webnlg.WebNLGEntry("train/1", "Airport", 1, (triple("Abilene_Regional_Airport", "cityServed", "Dallas,_Texas"),),
+                           ("Abilene Regional Airport serves Dallas, Texas.",)),
+        webnlg.WebNLGEntry("train/2", "Airport", 1, (triple("Austin_Airport", "location", "Round_Rock,_Texas"),),
+                           ("Austin Airport is in Round Rock, Texas.",)),
+    ]
+    plain = TextPreprocessor.build(entries, 64, 64)
+    preprocessor = TextPreprocessor.build(entries, 64, 64, entity_words=4)
+    # The former tokens keep their ids; "Texas", "," and "Airport" are words of two entities and come after.
+    assert preprocessor.vocabulary.tokens[: len(plain.vocabulary)] == plain.vocabulary.tokens
+    assert set(preprocessor.vocabulary.tokens[len(plain.vocabulary):]) == {"Texas", ",", "Airport"} - set(
+        plain.vocabulary.tokens)
+    assert "Texas" in preprocessor.vocabulary and "Abilene" not in preprocessor.vocabulary
+    (example,) = preprocessor.encode_entries(entries[:1], for_training=False)
+    assert preprocessor.vocabulary.decode(example.source_ids) == [
+        "<S>", "ENT_1", "<unk>", "<unk>", "Airport", "<P>", "city", "served", "<O>", "ENT_2", "<unk>", ",", "Texas"]
+    assert runs.preprocessor_for(MLEConfig(entity_words=4, predicate_placeholders=False), preprocessor.vocabulary).entity_words == 4
+    with pytest.raises(ValueError, match="entity_words >= 0. Received: entity_words=-1"):
+        TextPreprocessor(preprocessor.vocabulary, 64, 64, entity_words=-1)
+    with pytest.raises(ValueError, match="`entity_words` must be >= 0. Received: entity_words=-1"):
+        MLEConfig(entity_words=-1)

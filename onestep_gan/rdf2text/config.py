@@ -111,7 +111,7 @@ class MLEConfig(_Serialisable):
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
         "entity_roles": False, "triple_orders": 1, "rerank_unstated_as_errors": False,
-        "jit_compile": "auto",
+        "jit_compile": "auto", "entity_words": 0,
     }
 
     seed: int = 1234
@@ -145,6 +145,10 @@ class MLEConfig(_Serialisable):
     # test source then has 78 (raise `max_source_length` to 80). On dev: BLEU-2017 +0.19, slot errors
     # 3.32% -> 4.76%, wrong bindings 0.86% -> 1.60% (README, lever 31): off.
     entity_roles: bool = False
+    # An entity's first placeholder in the source followed by up to this many of its own tokens
+    # (`preprocessing.delexicalise(entity_words=...)`): "ENT_2 Wheeler , Texas", so the model can
+    # tell a place from an occupation. 0: placeholders alone.
+    entity_words: int = 0
     # Each training text in this many orders of its input triples (the corpus's and seeded
     # permutations, `triple_orders.reorder_triples`), one of them drawn per epoch by (seed, epoch,
     # example); the placeholders are numbered by each order. 1: the corpus's order only. Needs
@@ -255,6 +259,8 @@ class MLEConfig(_Serialisable):
             raise ValueError(
                 f"`jit_compile` must be one of {sorted(_JIT_COMPILE)}. Received: jit_compile={self.jit_compile!r}"
             )
+        if int(self.entity_words) < 0:
+            raise ValueError(f"`entity_words` must be >= 0. Received: entity_words={self.entity_words}")
         if int(self.triple_orders) < 1:
             raise ValueError(f"`triple_orders` must be positive. Received: triple_orders={self.triple_orders}")
         if self.triple_orders > 1 and not self.epoch_seeded_shuffle:

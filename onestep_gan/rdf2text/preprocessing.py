@@ -16,6 +16,10 @@ Every function here is pure (no state, no I/O), so each is tested on exact strin
   triple graph, as the enriched WebNLG tags them: `<AGENT>` (a subject and never an object),
   `<BRIDGE>` (both) or `<PATIENT>` (an object only):
   `<S> ENT_1 <AGENT> <P> ... <O> ENT_2 <BRIDGE> <S> ENT_2 <BRIDGE> <P> ... <O> ENT_3 <PATIENT>`.
+- With `entity_words=N`, the first placeholder of each entity in the source is followed by the
+  entity's first N tokens: `<S> ENT_1 Alan Bean <P> birth place <O> ENT_2 Wheeler , Texas`. The
+  placeholders still carry the entity into the text; the words tell the model what kind of value
+  it is ("Texas", "pilot", "FC", "language"), which a bare index does not.
 
 Entity matching in the text (for `delexicalise`) compares token sequences ignoring case, accents,
 dashes, punctuation tokens and periods inside words ("Suárez Madrid–Barajas" = "Suarez Madrid-Barajas",
@@ -217,7 +221,8 @@ def is_predicate_placeholder(token):
     return bool(_PREDICATE_PLACEHOLDER_PATTERN.match(token))
 
 
-def delexicalise(triples, text=None, predicate_placeholders=False, mentions=(), entity_roles=False):
+def delexicalise(triples, text=None, predicate_placeholders=False, mentions=(), entity_roles=False,
+                 entity_words=0):
     """Linearises `triples` with placeholders and, if given, delexicalises `text`.
 
     Distinct subjects/objects (compared after `normalise_entity`) get placeholders `ENT_1`,
@@ -233,7 +238,9 @@ def delexicalise(triples, text=None, predicate_placeholders=False, mentions=(), 
     entities not in the input are ignored.
 
     With `entity_roles`, each entity placeholder of the source is followed by its role token
-    (`entity_role_tokens`).
+    (`entity_role_tokens`). With `entity_words` > 0, an entity's first placeholder in the source
+    is followed by up to that many of the entity's own tokens (`tokenize(normalise_entity(...))`):
+    `<S> ENT_1 Alan Bean <P> ... <O> ENT_2 Wheeler , Texas` (module docstring).
 
     Example:
     >>> example = delexicalise([Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas")],
@@ -246,12 +253,20 @@ def delexicalise(triples, text=None, predicate_placeholders=False, mentions=(), 
     entity_to_placeholder, predicate_to_placeholder = {}, {}
     roles = entity_role_tokens(triples) if entity_roles else {}
     source_tokens = []
+
+    def first_words(entity):  # the entity's words after its first placeholder only
+        if entity_words <= 0 or entity in entity_to_placeholder:
+            return ()
+        return tuple(tokenize(entity)[:entity_words])
+
     for triple in triples:
         subject_entity, object_entity = normalise_entity(triple.subject), normalise_entity(triple.object)
+        subject_words = first_words(subject_entity)
         subject = _placeholder_for(subject_entity, entity_to_placeholder)
+        object_words = first_words(object_entity)
         object_ = _placeholder_for(object_entity, entity_to_placeholder)
         predicate = split_predicate(triple.predicate)
-        source_tokens.extend((SUBJECT_TOKEN, subject))
+        source_tokens.extend((SUBJECT_TOKEN, subject, *subject_words))
         source_tokens.extend(roles.get(subject_entity, ()))
         source_tokens.append(PREDICATE_TOKEN)
         if predicate_placeholders:
@@ -259,7 +274,7 @@ def delexicalise(triples, text=None, predicate_placeholders=False, mentions=(), 
                 _placeholder_for(predicate, predicate_to_placeholder, PREDICATE_PLACEHOLDER_PREFIX)
             )
         source_tokens.extend(predicate.split())
-        source_tokens.extend((OBJECT_TOKEN, object_))
+        source_tokens.extend((OBJECT_TOKEN, object_, *object_words))
         source_tokens.extend(roles.get(object_entity, ()))
     entity_map = {placeholder: entity for entity, placeholder in entity_to_placeholder.items()}
     predicate_map = {placeholder: words for words, placeholder in predicate_to_placeholder.items()}

@@ -12,12 +12,13 @@ predicates are delexicalised (`predicate_placeholders`, `preprocessing` module d
 run's preprocessor (`runs.preprocessor_for`) encodes new inputs the way its model was trained.
 """
 
+import collections
 import dataclasses
 import functools
 import logging
 
 from onestep_gan.rdf2text import preprocessing
-from onestep_gan.rdf2text.vocabulary import Vocabulary
+from onestep_gan.rdf2text.vocabulary import SPECIAL_TOKENS, Vocabulary
 from onestep_gan.rdf2text.webnlg import Triple, WebNLGEntry
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class TextPreprocessor:
         entity_roles: each entity placeholder of the source followed by its role in the triple
             graph (`<AGENT>`, `<BRIDGE>`, `<PATIENT>`; `MLEConfig.entity_roles`); on if and only
             if the vocabulary holds the role tokens.
+        entity_words: an entity's first placeholder in the source followed by up to this many of
+            its own tokens (`MLEConfig.entity_words`; 0: none), as the run was trained.
 
     Example:
     >>> preprocessor = TextPreprocessor.build(train_entries, 64, 72, min_count=2)
@@ -68,7 +71,7 @@ class TextPreprocessor:
     """
 
     def __init__(self, vocabulary, max_source_length, max_target_length, predicate_placeholders=False,
-                 entity_roles=False):
+                 entity_roles=False, entity_words=0):
         if int(max_source_length) < 1 or int(max_target_length) < 2:
             raise ValueError(
                 "Expected max_source_length >= 1 and max_target_length >= 2. Received: "
@@ -79,6 +82,9 @@ class TextPreprocessor:
         self.max_target_length = int(max_target_length)
         self.predicate_placeholders = bool(predicate_placeholders)
         self.entity_roles = bool(entity_roles)
+        if int(entity_words) < 0:
+            raise ValueError(f"Expected entity_words >= 0. Received: entity_words={entity_words}")
+        self.entity_words = int(entity_words)
         # Sources with roles hold <AGENT> or <PATIENT> (every triple set has a subject and an object).
         if self.entity_roles != (preprocessing.PATIENT_TOKEN in vocabulary):
             holds = "holds" if preprocessing.PATIENT_TOKEN in vocabulary else "has no"
@@ -98,20 +104,29 @@ class TextPreprocessor:
     @classmethod
     def build(
         cls, train_entries, max_source_length, max_target_length, min_count=1, max_size=None,
-        predicate_placeholders=False, entity_roles=False,
+        predicate_placeholders=False, entity_roles=False, entity_words=0,
     ):
         """A preprocessor whose vocabulary holds the source and target tokens of `train_entries`
         (one text per reference). Build it from train only: dev/test words then encode as UNK,
         as they would for any new input. Placeholders get in like other tokens, by their
         counts, which are high: every source holds `ENT_1`, `ENT_2` and, with
-        `predicate_placeholders`, `PRED_1`."""
+        `predicate_placeholders`, `PRED_1`.
+
+        With `entity_words`, an entity's words count apart: a word gets in if it is a word of at
+        least `ENTITY_WORD_MIN_ENTITIES` distinct train entities ("Texas", "FC", "language"), after
+        the other tokens; a word of one entity alone ("Abilene") says nothing of the kind of value
+        and would only grow the output layer: it reads as UNK."""
         token_lists = []
-        for _, example in _delexicalise(train_entries, True, predicate_placeholders, entity_roles):  # for training
+        for _, example in _delexicalise(train_entries, True, predicate_placeholders, entity_roles):
             token_lists.append(example.source_tokens)
             token_lists.append(example.target_tokens)
         vocabulary = Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
+        if entity_words:
+            vocabulary = Vocabulary(vocabulary.tokens[len(SPECIAL_TOKENS):] + [
+                word for word in _entity_words(train_entries, entity_words) if word not in vocabulary
+            ])
         return cls(vocabulary, max_source_length, max_target_length, predicate_placeholders=predicate_placeholders,
-                   entity_roles=entity_roles)
+                   entity_roles=entity_roles, entity_words=entity_words)
 
     pad_id, unk_id, bos_id, eos_id = Vocabulary.PAD, Vocabulary.UNK, Vocabulary.BOS, Vocabulary.EOS
 
@@ -176,7 +191,8 @@ class TextPreprocessor:
     def encode_entries(self, entries, for_training):
         """Entries -> `EncodedExample`s: one per reference text if `for_training`, else one per
         entry without target."""
-        return self._encode(_delexicalise(entries, for_training, self.predicate_placeholders, self.entity_roles))
+        return self._encode(_delexicalise(
+            entries, for_training, self.predicate_placeholders, self.entity_roles, self.entity_words))
 
     def encode_triples(self, triple_sets):
         """Sets of triples (`Triple`s or `(subject, predicate, object)` tuples, WebNLG spelling)
@@ -226,7 +242,26 @@ class TextPreprocessor:
         return examples
 
 
-def _delexicalise(entries, for_training, predicate_placeholders=False, entity_roles=False):
+ENTITY_WORD_MIN_ENTITIES = 2
+
+
+def _entity_words(entries, entity_words):
+    """The words (the first `entity_words` tokens) of at least `ENTITY_WORD_MIN_ENTITIES` distinct
+    entities of `entries`, most frequent first, then alphabetically."""
+    entities = {
+        preprocessing.normalise_entity(value)
+        for entry in entries for triple in entry.triples for value in (triple.subject, triple.object)
+    }
+    counts = collections.Counter(
+        word for entity in entities for word in set(preprocessing.tokenize(entity)[:entity_words])
+    )
+    return sorted(
+        (word for word, count in counts.items() if count >= ENTITY_WORD_MIN_ENTITIES),
+        key=lambda word: (-counts[word], word),
+    )
+
+
+def _delexicalise(entries, for_training, predicate_placeholders=False, entity_roles=False, entity_words=0):
     """Entries -> `(entry, DelexicalisedExample)` pairs: one per reference text for training,
     else one per entry without target tokens."""
     pairs = []
@@ -235,10 +270,11 @@ def _delexicalise(entries, for_training, predicate_placeholders=False, entity_ro
             mentions = entry.mentions or ((),) * len(entry.texts)
             pairs.extend(
                 (entry, preprocessing.delexicalise(
-                    entry.triples, text, predicate_placeholders, text_mentions, entity_roles=entity_roles))
+                    entry.triples, text, predicate_placeholders, text_mentions, entity_roles=entity_roles,
+                    entity_words=entity_words))
                 for text, text_mentions in zip(entry.texts, mentions, strict=True)
             )
         else:
             pairs.append((entry, preprocessing.delexicalise(
-                entry.triples, None, predicate_placeholders, entity_roles=entity_roles)))
+                entry.triples, None, predicate_placeholders, entity_roles=entity_roles, entity_words=entity_words)))
     return pairs
