@@ -152,6 +152,8 @@ def test_entity_words_of_two_or_more_entities_reach_the_vocabulary_others_read_a
     assert set(preprocessor.vocabulary.tokens[len(plain.vocabulary):]) == {"Texas", ",", "Airport"} - set(
         plain.vocabulary.tokens)
     assert "Texas" in preprocessor.vocabulary and "Abilene" not in preprocessor.vocabulary
+    assert len(TextPreprocessor.build(entries, 64, 64, max_size=len(plain.vocabulary) + 1, entity_words=4).vocabulary) == (
+        len(plain.vocabulary) + 1)
     (example,) = preprocessor.encode_entries(entries[:1], for_training=False)
     assert preprocessor.vocabulary.decode(example.source_ids) == [
         "<S>", "ENT_1", "<unk>", "<unk>", "Airport", "<P>", "city", "served", "<O>", "ENT_2", "<unk>", ",", "Texas"]

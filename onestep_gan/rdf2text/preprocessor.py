@@ -114,7 +114,7 @@ class TextPreprocessor:
 
         With `entity_words`, an entity's words count apart: a word gets in if it is a word of at
         least `ENTITY_WORD_MIN_ENTITIES` distinct train entities ("Texas", "FC", "language"), after
-        the other tokens; a word of one entity alone ("Abilene") says nothing of the kind of value
+        the other tokens (within `max_size`); a word of one entity alone ("Abilene") says nothing of the kind of value
         and would only grow the output layer: it reads as UNK."""
         token_lists = []
         for _, example in _delexicalise(train_entries, True, predicate_placeholders, entity_roles):
@@ -122,9 +122,10 @@ class TextPreprocessor:
             token_lists.append(example.target_tokens)
         vocabulary = Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
         if entity_words:
-            vocabulary = Vocabulary(vocabulary.tokens[len(SPECIAL_TOKENS):] + [
-                word for word in _entity_words(train_entries, entity_words) if word not in vocabulary
-            ])
+            words = [word for word in _entity_words(train_entries, entity_words) if word not in vocabulary]
+            if max_size is not None:
+                words = words[: max(0, max_size - len(vocabulary))]
+            vocabulary = Vocabulary(vocabulary.tokens[len(SPECIAL_TOKENS):] + words)
         return cls(vocabulary, max_source_length, max_target_length, predicate_placeholders=predicate_placeholders,
                    entity_roles=entity_roles, entity_words=entity_words)
 
