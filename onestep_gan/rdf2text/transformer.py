@@ -134,6 +134,7 @@ class TransformerGenerator(TransformerBackbone):
         # `(P, vocabulary)` 0/1: row p has its 1 at the id of placeholder p (`_project_to_vocabulary`).
         self._placeholder_scatter = np.zeros((len(placeholder_ids), vocabulary_size), dtype="float32")
         self._placeholder_scatter[range(len(placeholder_ids)), placeholder_ids] = 1
+        self._projection_keep = 1.0 - self._placeholder_scatter.sum(axis=0)  # (vocabulary,): 0 at the placeholders
 
     def build_head(self):
         self.output_bias = self.add_weight(
@@ -170,7 +171,7 @@ class TransformerGenerator(TransformerBackbone):
         # gather's gradient is a segment sum over that axis). Where float32 products run in TF32 (TensorFlow's
         # and JAX's default on recent NVIDIA GPUs), the copy logits are rounded as the projection's are.
         scatter = self._placeholder_scatter
-        keep = ops.cast(1.0 - scatter.sum(axis=0), output_matrix.dtype)  # (vocab,)
+        keep = ops.cast(self._projection_keep, output_matrix.dtype)  # (vocab,)
         logits = ops.matmul(hidden, output_matrix * keep) + self.output_bias * ops.cast(keep, self.output_bias.dtype)
         placeholder_ids = ops.convert_to_tensor(self.placeholder_ids, dtype="int32")
         slots = ops.equal(ops.cast(source_ids, "int32")[:, :, None], placeholder_ids)  # (b, s, P)
