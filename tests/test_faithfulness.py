@@ -294,6 +294,54 @@ def test_inversions_call_a_relation_stated_the_wrong_way_round_wrong(aligner):
     assert inverting.judge(born, both).labels == ("correct",)
 
 
+def test_subjects_call_a_relation_stated_of_another_input_entity_wrong(aligner):
+    """With `subjects`, "the P of X", "X's P" and "X, whose P" state P of X: wrong when X is an
+    input entity that holds no such relation in the input. Not judged: the triple's own subject,
+    an object after "of" (apposition, or the inversion test's case), an entity linked to the
+    object by an input triple, and "Y P of X" compounds."""
+    checking = aligner.with_settings(subjects=True)
+    car = (Triple("Italy", "capital", "Rome"), Triple("Alfa_Romeo_164", "assembly", "Italy"))
+    wrong = (
+        "The capital of Alfa Romeo 164 is Rome and it is assembled in Italy.",
+        "Alfa Romeo 164's capital is Rome and it is assembled in Italy.",
+        "Alfa Romeo 164, whose capital is Rome, is assembled in Italy.",
+    )
+    judgements = [checking.judge(car, text) for text in wrong]
+    assert [j.labels for j in judgements] == [("wrong", "correct")] * 3
+    assert all(j.triples[0].wrong_subject and not j.triples[1].wrong_subject for j in judgements)
+    assert [aligner.judge(car, text).labels for text in wrong] == [("correct", "correct")] * 3  # off by default
+    right = (
+        "The capital of Italy is Rome and Alfa Romeo 164 is assembled in Italy.",
+        "Italy's capital is Rome; the Alfa Romeo 164 is assembled there.",
+        "Alfa Romeo 164 is assembled in Italy, whose capital is Rome.",
+        "Alfa Romeo 164 is assembled in Italy. The capital is Rome.",  # no entity named: no evidence
+    )
+    assert [checking.judge(car, text).labels for text in right] == [("correct", "correct")] * 4
+    # Both subjects named: the relation is stated of its own subject too.
+    both = "The capital of Italy is Rome; the capital of Alfa Romeo 164 is Rome and it is assembled in Italy."
+    assert checking.judge(car, both).labels == ("correct", "correct")
+    # An object after "of": apposition ("the region of Guadalajara") is left alone.
+    dish = (Triple("Bionico", "region", "Guadalajara"), Triple("Bionico", "country", "Mexico"))
+    assert checking.judge(dish, "Bionico comes from the region of Guadalajara in Mexico.").labels == ("correct", "correct")
+    # "Y P of X" is a compound: "the Catalonia region of Spain" says nothing of Spain's region.
+    rice = (Triple("Arròs_negre", "region", "Catalonia"), Triple("Spain", "leader", "Felipe_VI"))
+    compound = "Arròs negre comes from the Catalonia region of Spain, whose leader is Felipe VI."
+    assert [t.wrong_subject for t in checking.judge(rice, compound).triples] == [False, False]
+    # An entity an input triple links to the object: "English, the language of Great Britain".
+    book = (Triple("A_Wizard_of_Mars", "language", "English_language"),
+            Triple("English_language", "spokenIn", "Great_Britain"))
+    linked = checking.judge(book, "A Wizard of Mars is in English, the language of Great Britain.")
+    assert linked.triples[0].label == "correct" and not any(t.wrong_subject for t in linked.triples)
+    # A predicate named by a verb phrase is left alone, as by the inversion test.
+    part = (Triple("Texas", "isPartOf", "United_States"), Triple("Austin", "country", "United_States"))
+    assert checking.judge(part, "Austin is part of Texas, in the United States.").labels == ("correct", "correct")
+    # The delexicalised path (the reranker's) gives the same verdict.
+    tokens = "The capital of ENT_3 is ENT_2 and it is assembled in ENT_1 .".split()
+    assert checking.judge_delexicalised(car, tokens).labels == ("wrong", "correct")
+    assert checking.get_config()["subjects"] is True
+    assert SlotAligner.from_config(checking.get_config()).subjects is True
+
+
 _HASH_SEED_PROBE = """
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.webnlg import Triple

@@ -166,8 +166,22 @@ def test_unstated_as_errors_needs_stated_relations(reranker):
 def test_from_config_takes_the_runs_reranking_settings(reranker):
     """What `decode`, `generate`, the MLE job and the adversarial stage build (`decoder_for`)."""
     on = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=2.0, rerank_stated_relations=True,
-                             rerank_unstated_as_errors=True)
+                             rerank_unstated_as_errors=True, rerank_subjects=True)
     off = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=None, rerank_stated_relations=False)
     built_on, built_off = (SlotErrorReranker.from_config(reranker.aligner, config) for config in (on, off))
     assert (built_on.stated_relations, built_on.unstated_as_errors, built_on.aligner.min_foreign) == (True, True, 2.0)
     assert (built_off.stated_relations, built_off.unstated_as_errors, built_off.aligner.min_foreign) == (False, False, None)
+    assert (built_on.aligner.subjects, built_off.aligner.subjects) == (True, False)
+
+
+def test_subjects_count_a_relation_stated_of_another_input_entity(reranker):
+    """With `subjects`, "the capital of ENT_3" for `Italy capital Rome` is a slot error: the
+    candidate that states the capital of Italy wins although it is less likely."""
+    triples = (Triple("Italy", "capital", "Rome"), Triple("Alfa_Romeo_164", "assembly", "Italy"))
+    entity_map = {"ENT_1": "Italy", "ENT_2": "Rome", "ENT_3": "Alfa Romeo 164"}
+    car = "the capital of ENT_3 is ENT_2 and it is assembled in ENT_1 .".split()
+    country = "ENT_3 is assembled in ENT_1 , whose capital is ENT_2 .".split()
+    checking = SlotErrorReranker(reranker.aligner, subjects=True)
+    assert (reranker.errors(triples, car, entity_map), reranker.errors(triples, country, entity_map)) == (0, 0)
+    assert (checking.errors(triples, car, entity_map), checking.errors(triples, country, entity_map)) == (1, 0)
+    assert (reranker.choose(triples, [car, country], entity_map), checking.choose(triples, [car, country], entity_map)) == (0, 1)

@@ -236,7 +236,7 @@ def _evaluate(args):
     aligner_holdout = () if args.whole_train_aligner else holdout
     aligner = SlotAligner.from_entries(
         runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", aligner_holdout),
-        min_foreign=args.min_foreign, inversions=args.inversions,
+        min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
     )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
@@ -263,6 +263,11 @@ def _add_decoding_overrides(parser):
         "default: the run's",
     )
     parser.add_argument(
+        "--rerank-subjects", action=argparse.BooleanOptionalAction, default=None,
+        help='the reranker also counts a relation stated of an input entity that is not its subject ("the capital '
+        'of Alfa Romeo 164" for Italy capital Rome); default: the run\'s',
+    )
+    parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
@@ -280,7 +285,7 @@ def _decoding_overrides(args):
         name: getattr(args, name)
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
-            "rerank_unstated_as_errors", "constrain_placeholders", "rerank_discriminator_weight",
+            "rerank_unstated_as_errors", "rerank_subjects", "constrain_placeholders", "rerank_discriminator_weight",
         )
         if getattr(args, name) is not None
     }
@@ -337,6 +342,11 @@ def build_parser():
     evaluate.add_argument(
         "--inversions", action="store_true",
         help='slot errors also count relations stated the wrong way round ("X is the birth place of Y" for Y birthPlace X)',
+    )
+    evaluate.add_argument(
+        "--subjects", action="store_true",
+        help='slot errors also count relations stated of an input entity that is not their subject ("the capital '
+        'of Alfa Romeo 164 is Rome" for Italy capital Rome)',
     )
     evaluate.add_argument(
         "--whole-train-aligner", action="store_true",

@@ -111,7 +111,7 @@ class MLEConfig(_Serialisable):
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
         "entity_roles": False, "triple_orders": 1, "rerank_unstated_as_errors": False,
-        "jit_compile": "auto", "entity_words": 0,
+        "jit_compile": "auto", "entity_words": 0, "rerank_subjects": False,
     }
 
     seed: int = 1234
@@ -225,6 +225,10 @@ class MLEConfig(_Serialisable):
     # Off: on the held-out split (README, h3) it drops values rather than states relations:
     # held-out dev coverage 91.94% -> 89.44%, slot errors by the whole-train aligner 18.14% -> 21.98%.
     rerank_unstated_as_errors: bool = False
+    # The reranker also counts a relation stated, in its own words, of an input entity that is not
+    # its subject ("The capital of Alfa Romeo 164 is Rome" for `Italy capital Rome`;
+    # `SlotAligner(subjects=True)`; decoding only).
+    rerank_subjects: bool = False
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
     constrain_placeholders: bool = False

@@ -59,6 +59,17 @@ How the aligner works (`SlotAligner`):
    phrase with the predicate's own words (a predicate named by a noun: not "isPartOf", "has..."),
    the triple is "wrong" with `swapped` set. No cue is needed, so it holds for unseen predicates too.
 
+6. Relations stated of the wrong subject (`subjects`, off unless set): "The capital of Alfa Romeo 164
+   is Rome" for `Italy capital Rome ; Alfa_Romeo_164 assembly Italy` states the capital of the car.
+   A triple whose predicate is named by a noun (as in 5) is "wrong" with `wrong_subject` set when the
+   text states that relation in its own words ("the P of [the] ENT_x", "ENT_x 's P", "ENT_x, whose
+   P") of input entities only that hold no such relation in the input, none of them the triple's own
+   subject. Left alone, for precision (on the dev references it adds no triple): values of the
+   entities that hold the relation ("the region of Guadalajara" names the value's kind; "Guadalajara
+   is the region of Bionico" is 5's case), entities an input triple links to the object ("English,
+   the language of Great Britain"), and compounds ("the Catalonia region of Spain"). No cue is
+   needed, so it holds for unseen predicates too; the subject may still be unnamed or a pronoun.
+
 Everything is pure Python with dictionaries; judging a delexicalised beam candidate takes tens of
 microseconds, so `judge_delexicalised` can rerank beams.
 """
@@ -127,6 +138,8 @@ class TripleJudgement:
         swapped: "wrong" because subject and object are swapped.
         foreign: "wrong" because the object is stated under a relation that no input triple
             has (`rival_predicate` names it).
+        wrong_subject: "wrong" because the text states the triple's relation of another input
+            entity ("the capital of Alfa Romeo 164" for `Italy | capital | Rome`; `subjects`).
     """
 
     triple: object
@@ -137,6 +150,7 @@ class TripleJudgement:
     no_evidence: bool = False
     swapped: bool = False
     foreign: bool = False
+    wrong_subject: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,7 +212,7 @@ class TextJudgement:
                 {"triple": " | ".join((t.triple.subject, t.triple.predicate, t.triple.object)),
                  "label": t.label, "own": round(t.own, 3), "rival": round(t.rival, 3),
                  "rival_predicate": t.rival_predicate, "no_evidence": t.no_evidence,
-                 "swapped": t.swapped, "foreign": t.foreign}
+                 "swapped": t.swapped, "foreign": t.foreign, "wrong_subject": t.wrong_subject}
                 for t in self.triples
             ],
         }
@@ -300,11 +314,13 @@ class SlotAligner:
             "wrong" (a value stated under a relation the input does not have).
         inversions: also call "wrong" a relation stated the wrong way round in its own words
             ("ENT_1 is the birth place of ENT_2" for `ENT_1 birthPlace ENT_2`; module docstring, 5).
+        subjects: also call "wrong" a relation stated, in its own words, of an input entity that
+            is not its subject ("the capital of ENT_3" for `ENT_1 capital ENT_2`; module docstring, 6).
     """
 
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
                  max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2,
-                 min_foreign=None, inversions=False):
+                 min_foreign=None, inversions=False, subjects=False):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
@@ -317,6 +333,7 @@ class SlotAligner:
         self.near = int(near)
         self.min_foreign = None if min_foreign is None else float(min_foreign)
         self.inversions = bool(inversions)
+        self.subjects = bool(subjects)
         self._postings = None  # feature -> [(predicate key, weight)], built when first needed
         self._gazetteer_index = mentions.gazetteer_index(self.gazetteer)
         self._weights_cache = {}
@@ -414,7 +431,41 @@ class SlotAligner:
             self._judge_triple(triple, slot, view, tokens, positions)
             for triple, slot in zip(triples, view.slots)
         ]
+        if self.subjects:
+            judgements = [
+                self._check_subject(judgement, slot, view, tokens) if judgement.label == "correct" else judgement
+                for judgement, slot in zip(judgements, view.slots)
+            ]
         return TextJudgement(tuple(judgements), tuple(extra))
+
+    def _check_subject(self, judgement, slot, view, tokens):
+        """`judgement` made "wrong" (`wrong_subject`) when the text states the triple's relation,
+        in its own words, only of input entities that hold no such relation in the input
+        (module docstring, 6)."""
+        subject, object_, predicate = slot
+        words = _noun_words(predicate)
+        if words is None:
+            return judgement
+        # Entities that may hold the relation: subjects of input triples whose predicate shares
+        # a word with it or is like it ("leader" and "leader title"), and entities named with
+        # one of them ("Prime Minister of Azerbaijan" for Azerbaijan).
+        holders = {
+            other_subject for other_subject, _, other_predicate in view.slots
+            if set(_noun_words(other_predicate) or ()) & set(words) or self.similar_predicates(predicate, other_predicate)
+        }
+        holders |= {outer for holder in tuple(holders) for outer in view.nested_in.get(holder, ())}
+        # Not judged here: the holders' values ("the region of Guadalajara" names the value's kind;
+        # "Guadalajara is the region of Bionico" is the inversion test's; "the OCLC number of the
+        # hardback book" names the subject by its media type), and entities an input triple links
+        # to this object ("English, the language of Great Britain" for `English_language spokenIn
+        # Great_Britain`). Precision first: on the references this check adds no dev triple.
+        ignored = {other_object for other_subject, other_object, _ in view.slots if other_subject in holders}
+        ignored |= {other for first, second, _ in view.slots if object_ in (first, second)
+                    for other in (first, second)}
+        stated_of = _stated_subjects(tuple(tokens), words, frozenset(view.entity_map))
+        if stated_of & holders or not stated_of - ignored:
+            return judgement
+        return dataclasses.replace(judgement, label="wrong", no_evidence=False, wrong_subject=True)
 
     def _judge_triple(self, triple, slot, view, tokens, positions):
         subject, object_, predicate = slot
@@ -562,6 +613,7 @@ class SlotAligner:
             "near": self.near,
             "min_foreign": self.min_foreign,
             "inversions": self.inversions,
+            "subjects": self.subjects,
         }
 
     @classmethod
@@ -627,6 +679,32 @@ def _inverted_mention(tokens, position, subject, predicate):
             right += 1
         return right < len(tokens) and tokens[right] == subject
     return False
+
+
+def _stated_subjects(tokens, words, entities):
+    """The entity placeholders of `entities` that `tokens` state a relation named by `words`
+    (lemmatised noun words) of: "the P of [the] ENT_x", "ENT_x 's P", "ENT_x, whose P".
+    "ENT_y P of ENT_x" is left out: a compound ("the Catalonia region of Spain")."""
+    size, found = len(words), set()
+    lemmas = [_lemma(token) for token in tokens]
+    for start in range(len(tokens) - size + 1):
+        if tuple(lemmas[start:start + size]) != words:
+            continue
+        after = start + size
+        if after < len(tokens) and tokens[after].lower() == "of" and not (start and tokens[start - 1] in entities):
+            after += 1
+            if after < len(tokens) and tokens[after].lower() in _ARTICLES:
+                after += 1
+            if after < len(tokens) and tokens[after] in entities:
+                found.add(tokens[after])
+        before = start - 1
+        if before >= 0 and tokens[before].lower() in _ARTICLES:
+            before -= 1
+        if before >= 1 and tokens[before] in ("'s", "'") and tokens[before - 1] in entities:
+            found.add(tokens[before - 1])
+        if before >= 2 and tokens[before].lower() == "whose" and tokens[before - 1] == "," and tokens[before - 2] in entities:
+            found.add(tokens[before - 2])
+    return frozenset(found)
 
 
 def _score(weights, features):

@@ -42,13 +42,15 @@ class SlotErrorReranker:
         stated_relations: break ties on errors by the fewest unstated relations (above).
         unstated_as_errors: count each unstated relation as an error too (needs
             `stated_relations`).
+        subjects: a relation stated of an input entity that is not its subject counts as a slot
+            error too (`SlotAligner(subjects=True)`: "The capital of Alfa Romeo 164 is Rome").
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
     >>> best = reranker.choose(triples, [["ENT_1", "was", "born", "in", "ENT_2", "."], ...], entity_map)
     """
 
-    def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False):
+    def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects=False):
         if unstated_as_errors and not stated_relations:
             raise ValueError(
                 "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
@@ -56,6 +58,8 @@ class SlotErrorReranker:
             )
         if min_foreign is not None:
             aligner = aligner.with_settings(min_foreign=min_foreign)
+        if subjects:
+            aligner = aligner.with_settings(subjects=True)
         self.aligner = aligner
         self.stated_relations = bool(stated_relations)
         self.unstated_as_errors = bool(unstated_as_errors)
@@ -63,9 +67,9 @@ class SlotErrorReranker:
     @classmethod
     def from_config(cls, aligner, config):
         """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`,
-        `rerank_unstated_as_errors`)."""
+        `rerank_unstated_as_errors`, `rerank_subjects`)."""
         return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations,
-                   unstated_as_errors=config.rerank_unstated_as_errors)
+                   unstated_as_errors=config.rerank_unstated_as_errors, subjects=config.rerank_subjects)
 
     def errors(self, triples, tokens, entity_map):
         """The error count of one candidate (delexicalised `tokens`, the input's `entity_map`)."""
