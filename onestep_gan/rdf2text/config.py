@@ -227,7 +227,9 @@ class MLEConfig(_Serialisable):
     rerank_unstated_as_errors: bool = False
     # The reranker also counts a relation stated, in its own words, of an input entity that is not
     # its subject ("The capital of Alfa Romeo 164 is Rome" for `Italy capital Rome`;
-    # `SlotAligner(subjects=True)`; decoding only).
+    # `SlotAligner(subjects=True)`; decoding only). Off (README, row 42): read blind, 3 of the 7 dev
+    # outputs it changes state a false fact against 7, but held-out slot errors by the whole-train
+    # aligner rose by one triple per seed, which its rule did not allow.
     rerank_subjects: bool = False
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
