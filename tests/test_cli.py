@@ -70,6 +70,48 @@ def test_generate_reads_stdin_and_prints_one_text_per_line(trained_run, monkeypa
     assert len(capsys.readouterr().out.splitlines()) == 2
 
 
+def test_generate_jsonl_prints_each_text_with_the_aligners_labels(trained_run, monkeypatch, capsys):
+    stdin = "Alan_Bean | birthPlace | Wheeler,_Texas\n\nAarhus_Airport | cityServed | Aarhus ; Aarhus | leader | Jacob_Bundsgaard\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+    assert cli.main(["generate", "--run-dir", str(trained_run), "--format", "jsonl"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[1] == "null"  # one line per input line
+    records = [json.loads(lines[0]), json.loads(lines[2])]
+    assert [[(t["subject"], t["predicate"], t["object"]) for t in r["triples"]] for r in records] == [
+        [("Alan_Bean", "birthPlace", "Wheeler,_Texas")],
+        [("Aarhus_Airport", "cityServed", "Aarhus"), ("Aarhus", "leader", "Jacob_Bundsgaard")],
+    ]
+    for record in records:
+        assert isinstance(record["text"], str) and isinstance(record["extra_entities"], list)
+        assert all(t["label"] in ("correct", "missing", "wrong") for t in record["triples"])
+        assert all((t["reason"] is None) == (t["label"] != "wrong") for t in record["triples"])
+        assert record["faithful"] == (all(t["label"] == "correct" for t in record["triples"])
+                                      and not record["extra_entities"] and not record["unmentioned_entities"])
+
+
+def test_check_text_labels_each_triple_and_says_why_one_is_wrong():
+    from tests.test_faithfulness import _training_entries
+
+    aligner = SlotAligner.from_entries(_training_entries(), min_count=1, smoothing=0.0, margin=1.5, min_rival=2.0)
+    checker = aligner.with_settings(inversions=True, subjects=True)
+    car = [Triple("Italy", "capital", "Rome"), Triple("Alfa_Romeo_164", "assembly", "Italy")]
+    assert cli.check_text(checker, car, "The capital of Alfa Romeo 164 is Rome.") == {
+        "text": "The capital of Alfa Romeo 164 is Rome.", "faithful": False, "extra_entities": [],
+        "unmentioned_entities": ["Italy"],
+        "triples": [
+            {"subject": "Italy", "predicate": "capital", "object": "Rome", "label": "wrong", "reason": "wrong subject"},
+            {"subject": "Alfa_Romeo_164", "predicate": "assembly", "object": "Italy", "label": "missing", "reason": None},
+        ],
+    }
+    born = [Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas")]
+    assert cli.check_text(checker, born, "Alan Bean is the birth place of Wheeler, Texas.")["triples"][0]["reason"] == "swapped"
+    assert cli.check_text(checker, born, "Alan Bean was born in Wheeler, Texas.")["faithful"] is True
+    # Every triple "correct" by the aligner (a subject may go unnamed), but Alfa Romeo 164 is named nowhere.
+    unnamed = cli.check_text(checker, car, "The capital of Italy is Rome.")
+    assert [t["label"] for t in unnamed["triples"]] == ["correct", "correct"]
+    assert (unnamed["unmentioned_entities"], unnamed["faithful"]) == (["Alfa_Romeo_164"], False)
+
+
 def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch, capsys):
     """`generate` decodes with the run's settings unless a flag overrides one, as `decode` does."""
     from onestep_gan.rdf2text import inference
@@ -179,8 +221,6 @@ def test_evaluate_subjects_judges_with_the_subject_check(tmp_path, monkeypatch):
     hypotheses = tmp_path / "test_hypotheses.txt"
     hypotheses.write_text("Aarhus Airport serves Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
     used = []
-    from onestep_gan.rdf2text import evaluation
-
     original = evaluation.write_report
     monkeypatch.setattr(evaluation, "write_report",
                         lambda *args, aligner=None, **kwargs: used.append(aligner.subjects) or original(*args, aligner=aligner, **kwargs))

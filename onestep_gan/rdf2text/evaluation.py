@@ -202,16 +202,31 @@ def entity_coverage(hypotheses, triples_per_example):
     _check_corpus(hypotheses, triples_per_example)
     found, total = 0, 0
     for hypothesis, triples in zip(hypotheses, triples_per_example):
-        text = _normalize_text(hypothesis)
-        raw = {t.subject for t in triples} | {t.object for t in triples}
-        entities = {normalize_entity(entity): entity for entity in raw}
-        entities.pop("", None)
+        entities = _distinct_entities(triples)
         total += len(entities)
-        found += sum(
-            any(form in text for form in _written_forms(entity) + _output_forms(raw_entity))
-            for entity, raw_entity in entities.items()
-        )
+        found += len(entities) - len(unmentioned_entities(hypothesis, triples))
     return found / total if total else 0.0
+
+
+def unmentioned_entities(hypothesis, triples):
+    """The input entities (WebNLG spelling, in input order) whose surface form `entity_coverage`
+    does not find in `hypothesis`."""
+    text = _normalize_text(hypothesis)
+    return [
+        raw_entity for entity, raw_entity in _distinct_entities(triples).items()
+        if not any(form in text for form in _written_forms(entity) + _output_forms(raw_entity))
+    ]
+
+
+def _distinct_entities(triples):
+    """{normalised entity: entity as given} for the subjects and objects of `triples`, in input
+    order, without those that normalise to an empty string."""
+    entities = {}
+    for triple in triples:
+        for raw_entity in (triple.subject, triple.object):
+            entities.setdefault(normalize_entity(raw_entity), raw_entity)
+    entities.pop("", None)
+    return entities
 
 
 def _written_forms(entity):
