@@ -89,29 +89,6 @@ def test_generate_jsonl_prints_each_text_with_the_aligners_labels(trained_run, m
                                       and not record["extra_entities"] and not record["unmentioned_entities"])
 
 
-def test_check_text_labels_each_triple_and_says_why_one_is_wrong():
-    from tests.test_faithfulness import _training_entries
-
-    aligner = SlotAligner.from_entries(_training_entries(), min_count=1, smoothing=0.0, margin=1.5, min_rival=2.0)
-    checker = aligner.with_settings(inversions=True, subjects=True)
-    car = [Triple("Italy", "capital", "Rome"), Triple("Alfa_Romeo_164", "assembly", "Italy")]
-    assert cli.check_text(checker, car, "The capital of Alfa Romeo 164 is Rome.") == {
-        "text": "The capital of Alfa Romeo 164 is Rome.", "faithful": False, "extra_entities": [],
-        "unmentioned_entities": ["Italy"],
-        "triples": [
-            {"subject": "Italy", "predicate": "capital", "object": "Rome", "label": "wrong", "reason": "wrong subject"},
-            {"subject": "Alfa_Romeo_164", "predicate": "assembly", "object": "Italy", "label": "missing", "reason": None},
-        ],
-    }
-    born = [Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas")]
-    assert cli.check_text(checker, born, "Alan Bean is the birth place of Wheeler, Texas.")["triples"][0]["reason"] == "swapped"
-    assert cli.check_text(checker, born, "Alan Bean was born in Wheeler, Texas.")["faithful"] is True
-    # Every triple "correct" by the aligner (a subject may go unnamed), but Alfa Romeo 164 is named nowhere.
-    unnamed = cli.check_text(checker, car, "The capital of Italy is Rome.")
-    assert [t["label"] for t in unnamed["triples"]] == ["correct", "correct"]
-    assert (unnamed["unmentioned_entities"], unnamed["faithful"]) == (["Alfa_Romeo_164"], False)
-
-
 def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch, capsys):
     """`generate` decodes with the run's settings unless a flag overrides one, as `decode` does."""
     from onestep_gan.rdf2text import inference

@@ -6,6 +6,7 @@ import pytest
 import sacrebleu
 
 from onestep_gan.rdf2text import evaluation
+from onestep_gan.rdf2text.faithfulness import SlotAligner
 
 Triple = collections.namedtuple("Triple", ["subject", "predicate", "object"])
 Entry = collections.namedtuple("Entry", ["entry_id", "category", "triples", "texts", "seen"])
@@ -213,3 +214,26 @@ def test_entity_coverage_counts_the_forms_outputs_write():
     assert evaluation.entity_coverage(["Ardmore Airport (New Zealand) speaks the English language."],
                                       [triples]) == 2 / 3
     assert evaluation.entity_coverage(["Ardmore speaks French."], [triples]) == 0.0
+
+
+def test_check_text_labels_each_triple_and_says_why_one_is_wrong():
+    from tests.test_faithfulness import _training_entries
+
+    aligner = SlotAligner.from_entries(_training_entries(), min_count=1, smoothing=0.0, margin=1.5, min_rival=2.0)
+    checker = aligner.with_settings(inversions=True, subjects=True)
+    car = [Triple("Italy", "capital", "Rome"), Triple("Alfa_Romeo_164", "assembly", "Italy")]
+    assert evaluation.check_text(checker, car, "The capital of Alfa Romeo 164 is Rome.") == {
+        "text": "The capital of Alfa Romeo 164 is Rome.", "faithful": False, "extra_entities": [],
+        "unmentioned_entities": ["Italy"],
+        "triples": [
+            {"subject": "Italy", "predicate": "capital", "object": "Rome", "label": "wrong", "reason": "wrong subject"},
+            {"subject": "Alfa_Romeo_164", "predicate": "assembly", "object": "Italy", "label": "missing", "reason": None},
+        ],
+    }
+    born = [Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas")]
+    assert evaluation.check_text(checker, born, "Alan Bean is the birth place of Wheeler, Texas.")["triples"][0]["reason"] == "swapped"
+    assert evaluation.check_text(checker, born, "Alan Bean was born in Wheeler, Texas.")["faithful"] is True
+    # Every triple "correct" by the aligner (a subject may go unnamed), but Alfa Romeo 164 is named nowhere.
+    unnamed = evaluation.check_text(checker, car, "The capital of Italy is Rome.")
+    assert [t["label"] for t in unnamed["triples"]] == ["correct", "correct"]
+    assert (unnamed["unmentioned_entities"], unnamed["faithful"]) == (["Alfa_Romeo_164"], False)

@@ -15,7 +15,7 @@ triples separated by ` ; `, the parts of a triple by ` | `, in WebNLG spelling:
     Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot
 
 and prints one text per line; with `--format jsonl`, one JSON object per line: the text and, per
-input triple, how the run's slot aligner reads it (`check_text`), so that a caller can hold back texts
+input triple, how the run's slot aligner reads it (`evaluation.check_text`), so that a caller can hold back texts
 it flags. The check is a partial one: it finds about half of the false texts a careful reader finds
 (README, "Faithfulness").
 """
@@ -191,6 +191,7 @@ def _decode(args):
 
 
 def _generate(args):
+    from onestep_gan.rdf2text import evaluation
     from onestep_gan.rdf2text.mle import decoder_for
     from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_discriminator, load_run
 
@@ -221,33 +222,11 @@ def _generate(args):
     for triples in triple_sets:
         if checker is None:
             print("" if triples is None else next(texts))
+        elif triples is None:
+            print("null")
         else:
-            print("null" if triples is None else json.dumps(check_text(checker, triples, next(texts)), ensure_ascii=False))
+            print(json.dumps(evaluation.check_text(checker, triples, next(texts)), ensure_ascii=False))
     return 0
-
-
-def check_text(aligner, triples, text):
-    """`generate --format jsonl`'s record of one text: the text, `faithful` (no triple missing or
-    wrong, no entity outside the input, every input entity named: `unmentioned_entities` lists those
-    `evaluation.entity_coverage` does not find), and per input triple its label ("correct", "missing",
-    "wrong") and, for "wrong", why: "bound elsewhere" (the value sits where another relation's
-    words are), "swapped" (subject and object, or the relation stated backwards), "outside the
-    input" (stated under a relation the input does not have), "wrong subject" (the relation stated
-    of another input entity)."""
-    judgement = aligner.judge(triples, text)
-    records = []
-    for triple in judgement.triples:
-        reason = None
-        if triple.label == "wrong":
-            reason = ("wrong subject" if triple.wrong_subject else "swapped" if triple.swapped
-                      else "outside the input" if triple.foreign else "bound elsewhere")
-        records.append({"subject": triple.triple.subject, "predicate": triple.triple.predicate,
-                        "object": triple.triple.object, "label": triple.label, "reason": reason})
-    from onestep_gan.rdf2text.evaluation import unmentioned_entities
-
-    unmentioned = unmentioned_entities(text, triples)
-    return {"text": text, "faithful": judgement.is_faithful and not unmentioned, "triples": records,
-            "extra_entities": list(judgement.extra_entities), "unmentioned_entities": unmentioned}
 
 
 def _evaluate(args):

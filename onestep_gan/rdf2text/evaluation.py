@@ -218,6 +218,30 @@ def unmentioned_entities(hypothesis, triples):
     ]
 
 
+def check_text(aligner, triples, text):
+    """One text checked against its input triples by `aligner` (a `faithfulness.SlotAligner`), as a
+    JSON-ready record (`generate --format jsonl` prints one per line): the text, `faithful` (no
+    triple missing or wrong, no entity outside the input, every input entity named:
+    `unmentioned_entities` lists those `entity_coverage` does not find), and per input triple its
+    label ("correct", "missing",
+    "wrong") and, for "wrong", why: "bound elsewhere" (the value sits where another relation's
+    words are), "swapped" (subject and object, or the relation stated backwards), "outside the
+    input" (stated under a relation the input does not have), "wrong subject" (the relation stated
+    of another input entity)."""
+    judgement = aligner.judge(triples, text)
+    records = []
+    for triple in judgement.triples:
+        reason = None
+        if triple.label == "wrong":
+            reason = ("wrong subject" if triple.wrong_subject else "swapped" if triple.swapped
+                      else "outside the input" if triple.foreign else "bound elsewhere")
+        records.append({"subject": triple.triple.subject, "predicate": triple.triple.predicate,
+                        "object": triple.triple.object, "label": triple.label, "reason": reason})
+    unmentioned = unmentioned_entities(text, triples)
+    return {"text": text, "faithful": judgement.is_faithful and not unmentioned, "triples": records,
+            "extra_entities": list(judgement.extra_entities), "unmentioned_entities": unmentioned}
+
+
 def _distinct_entities(triples):
     """{normalised entity: entity as given} for the subjects and objects of `triples`, in input
     order, without those that normalise to an empty string."""

@@ -451,7 +451,8 @@ class SlotAligner:
         # one of them ("Prime Minister of Azerbaijan" for Azerbaijan).
         holders = {
             other_subject for other_subject, _, other_predicate in view.slots
-            if set(_noun_words(other_predicate) or ()) & set(words) or self.similar_predicates(predicate, other_predicate)
+            if set(_noun_words(other_predicate) or ()) & set(words)
+            or self.similar_predicates(predicate, other_predicate)
         }
         holders |= {outer for holder in tuple(holders) for outer in view.nested_in.get(holder, ())}
         # Not judged here: the holders' values ("the region of Guadalajara" names the value's kind;
@@ -702,7 +703,8 @@ def _stated_subjects(tokens, words, entities):
             before -= 1
         if before >= 1 and tokens[before] in ("'s", "'") and tokens[before - 1] in entities:
             found.add(tokens[before - 1])
-        if before >= 2 and tokens[before].lower() == "whose" and tokens[before - 1] == "," and tokens[before - 2] in entities:
+        whose = before >= 2 and tokens[before].lower() == "whose" and tokens[before - 1] == ","
+        if whose and tokens[before - 2] in entities:
             found.add(tokens[before - 2])
     return frozenset(found)
 
