@@ -166,23 +166,34 @@ def test_unstated_as_errors_needs_stated_relations(reranker):
 def test_from_config_takes_the_runs_reranking_settings(reranker):
     """What `decode`, `generate`, the MLE job and the adversarial stage build (`decoder_for`)."""
     on = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=2.0, rerank_stated_relations=True,
-                             rerank_unstated_as_errors=True, rerank_subjects=True)
+                             rerank_unstated_as_errors=True, rerank_subjects="ties")
     off = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=None, rerank_stated_relations=False)
     built_on, built_off = (SlotErrorReranker.from_config(reranker.aligner, config) for config in (on, off))
     assert (built_on.stated_relations, built_on.unstated_as_errors, built_on.aligner.min_foreign) == (True, True, 2.0)
     assert (built_off.stated_relations, built_off.unstated_as_errors, built_off.aligner.min_foreign) == (False, False, None)
-    assert (built_on.aligner.subjects, built_off.aligner.subjects) == (True, False)
+    assert (built_on.subjects, built_on.aligner.subjects, built_off.subjects, built_off.aligner.subjects) == (
+        "ties", True, "off", False)
 
 
 def test_subjects_count_a_relation_stated_of_another_input_entity(reranker):
-    """With `subjects`, "the capital of ENT_3" for `Italy capital Rome` is a slot error: the
-    candidate that states the capital of Italy wins although it is less likely."""
+    """"the capital of ENT_3" for `Italy capital Rome` states the capital of the car. With
+    `subjects="errors"` it is a slot error; with "ties" it only breaks ties on slot errors, so a
+    candidate that leaves a value out (one error the tables' aligner sees) never wins by it."""
     triples = (Triple("Italy", "capital", "Rome"), Triple("Alfa_Romeo_164", "assembly", "Italy"))
     entity_map = {"ENT_1": "Italy", "ENT_2": "Rome", "ENT_3": "Alfa Romeo 164"}
     car = "the capital of ENT_3 is ENT_2 and it is assembled in ENT_1 .".split()
     country = "ENT_3 is assembled in ENT_1 , whose capital is ENT_2 .".split()
-    checking = SlotErrorReranker(reranker.aligner, subjects=True)
-    assert (reranker.errors(triples, car, entity_map), reranker.errors(triples, country, entity_map)) == (0, 0)
-    assert (checking.errors(triples, car, entity_map), checking.errors(triples, country, entity_map)) == (1, 0)
+    omitting = "ENT_3 is assembled in ENT_1 .".split()  # Rome left out: 1 slot error
+    counting, breaking = (SlotErrorReranker(reranker.aligner, subjects=mode) for mode in ("errors", "ties"))
+    assert [reranker.errors(triples, text, entity_map) for text in (car, country, omitting)] == [0, 0, 1]
+    assert [counting.errors(triples, text, entity_map) for text in (car, country, omitting)] == [1, 0, 1]
+    assert [breaking.errors(triples, text, entity_map) for text in (car, country, omitting)] == [0, 0, 1]
     assert reranker.choose(triples, [car, country], entity_map) == 0
-    assert checking.choose(triples, [car, country], entity_map) == 1
+    assert counting.choose(triples, [car, country], entity_map) == 1
+    assert breaking.choose(triples, [car, country], entity_map) == 1  # a tie on errors: fewer wrong subjects
+    # "errors" ties the car's wrong subject with the omission, and the more likely candidate wins;
+    # "ties" keeps the candidate without a slot error by the tables' aligner.
+    assert (counting.choose(triples, [omitting, car], entity_map), breaking.choose(triples, [omitting, car], entity_map)) == (
+        0, 1)
+    with pytest.raises(ValueError, match="subjects"):
+        SlotErrorReranker(reranker.aligner, subjects="always")

@@ -283,9 +283,9 @@ def _add_decoding_overrides(parser):
         "default: the run's",
     )
     parser.add_argument(
-        "--rerank-subjects", action=argparse.BooleanOptionalAction, default=None,
-        help='the reranker also counts a relation stated of an input entity that is not its subject ("the capital '
-        'of Alfa Romeo 164" for Italy capital Rome); default: the run\'s',
+        "--rerank-subjects", choices=("off", "ties", "errors"), default=None,
+        help='relations stated of an input entity that is not their subject ("the capital of Alfa Romeo 164" for '
+        "Italy capital Rome) in the reranker: counted as slot errors, or breaking ties on them; default: the run's",
     )
     parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,

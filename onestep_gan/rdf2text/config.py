@@ -19,6 +19,7 @@ import typing
 DEFAULT_BUCKET_BOUNDARIES = (16, 24, 32, 48)
 # `MLEConfig.jit_compile` -> Keras' `compile(jit_compile=...)`.
 _JIT_COMPILE = {"auto": "auto", "on": True, "off": False}
+RERANK_SUBJECTS = ("off", "ties", "errors")
 
 
 class _Serialisable:
@@ -111,7 +112,7 @@ class MLEConfig(_Serialisable):
         "rerank_min_foreign": None, "rerank_stated_relations": False, "constrain_placeholders": False,
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
         "entity_roles": False, "triple_orders": 1, "rerank_unstated_as_errors": False,
-        "jit_compile": "auto", "entity_words": 0, "rerank_subjects": False,
+        "jit_compile": "auto", "entity_words": 0, "rerank_subjects": "off",
     }
 
     seed: int = 1234
@@ -148,13 +149,13 @@ class MLEConfig(_Serialisable):
     # An entity's first placeholder in the source followed by up to this many of its own tokens
     # (`preprocessing.delexicalise(entity_words=...)`): "ENT_2 Wheeler , Texas", so the model can
     # tell a place from an occupation; the longest train source then has 90 tokens with 4 (raise
-    # `max_source_length` to 96). 4 on the held-out split (README, h5, two seeds): seen BLEU-2017
+    # `max_source_length` to 96). 4 on the held-out split (docs/webnlg_levers.md, h5, two seeds): seen BLEU-2017
     # +1.4, but slot errors +1.6 (seen) and +3.3 (held out), held-out BLEU -1.0: off.
     entity_words: int = 0
     # Each training text in this many orders of its input triples (the corpus's and seeded
     # permutations, `triple_orders.reorder_triples`), one of them drawn per epoch by (seed, epoch,
     # example); the placeholders are numbered by each order. 1: the corpus's order only. Needs
-    # `epoch_seeded_shuffle`; not with `predicate_word_dropout`. 4 on the held-out split (README,
+    # `epoch_seeded_shuffle`; not with `predicate_word_dropout`. 4 on the held-out split (docs/webnlg_levers.md,
     # h2, two seeds): held-out BLEU-2017 +0.41 on the mean (the rule asked +0.5), seen unchanged,
     # the slot-error gain not stable across aligners and seeds: off.
     triple_orders: int = 1
@@ -222,15 +223,16 @@ class MLEConfig(_Serialisable):
     rerank_stated_relations: bool = True
     # Each such unstated relation also counts as a slot error in the ranking, not only as a
     # tie-breaker (`SlotErrorReranker(unstated_as_errors=True)`; needs rerank_stated_relations).
-    # Off: on the held-out split (README, h3) it drops values rather than states relations:
+    # Off: on the held-out split (docs/webnlg_levers.md, h3) it drops values rather than states relations:
     # held-out dev coverage 91.94% -> 89.44%, slot errors by the whole-train aligner 18.14% -> 21.98%.
     rerank_unstated_as_errors: bool = False
-    # The reranker also counts a relation stated, in its own words, of an input entity that is not
-    # its subject ("The capital of Alfa Romeo 164 is Rome" for `Italy capital Rome`;
-    # `SlotAligner(subjects=True)`; decoding only). Off (README, row 42): read blind, 3 of the 7 dev
-    # outputs it changes state a false fact against 7, but held-out slot errors by the whole-train
-    # aligner rose by one triple per seed, which its rule did not allow.
-    rerank_subjects: bool = False
+    # Relations stated, in their own words, of an input entity that is not their subject ("The
+    # capital of Alfa Romeo 164 is Rome" for `Italy capital Rome`; `SlotAligner(subjects=True)`) in
+    # the reranker: "errors" counts each as a slot error, "ties" breaks ties on slot errors by the
+    # fewest of them, "off" ignores them (decoding only). "errors" (README, row 42): read blind, 3
+    # of the 7 dev outputs it changes state a false fact against 7, but held-out slot errors by the
+    # whole-train aligner rose by one triple per seed, which its rule did not allow.
+    rerank_subjects: str = "off"
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
     constrain_placeholders: bool = False
@@ -285,6 +287,12 @@ class MLEConfig(_Serialisable):
             raise ValueError(
                 "`rerank_discriminator_weight` must be 0 or more. "
                 f"Received: rerank_discriminator_weight={self.rerank_discriminator_weight}"
+            )
+        if isinstance(self.rerank_subjects, bool):  # a config.json of the release that made it a flag
+            self.rerank_subjects = "errors" if self.rerank_subjects else "off"
+        if self.rerank_subjects not in RERANK_SUBJECTS:
+            raise ValueError(
+                f"`rerank_subjects` must be one of {list(RERANK_SUBJECTS)}. Received: rerank_subjects={self.rerank_subjects!r}"
             )
         if self.rerank_unstated_as_errors and not self.rerank_stated_relations:
             raise ValueError(

@@ -13,7 +13,11 @@ no errors among the candidates this is plain beam search. Given a `preference` p
 go to the one it prefers instead: `inference.discriminator_preference` gives the beam score plus a
 weight times an adversarial run's discriminator score (`MLEConfig.rerank_discriminator_weight`).
 
-With `stated_relations`, ties on that count go first to the candidate that leaves fewer
+With `subjects="ties"`, ties on that count go first to the candidate that states fewer relations of
+an input entity that is not their subject ("The capital of Alfa Romeo 164 is Rome" for `Italy
+capital Rome`; `SlotAligner(subjects=True)`); with `subjects="errors"` each counts as a slot error.
+
+With `stated_relations`, ties on that count go on to the candidate that leaves fewer
 **unstated relations**: triples whose predicate the training references never showed
 (`SlotAligner.knows_predicate` is false, as for most predicates of WebNLG's unseen categories) and
 whose value the text mentions without any word of the predicate near it. For such a triple
@@ -24,7 +28,7 @@ With `unstated_as_errors` as well, each unstated relation counts as a slot error
 go to the fewer unstated relations among texts of equal count): a text that states one relation
 unseen in training by a guess no longer beats, on slot errors alone, one that leaves a value out
 and states the relations it writes in their own words. Off by default: on held-out categories it
-made the reranker leave values out rather than state their relations (README, h3).
+made the reranker leave values out rather than state their relations (docs/webnlg_levers.md, h3).
 """
 
 import collections
@@ -42,15 +46,17 @@ class SlotErrorReranker:
         stated_relations: break ties on errors by the fewest unstated relations (above).
         unstated_as_errors: count each unstated relation as an error too (needs
             `stated_relations`).
-        subjects: a relation stated of an input entity that is not its subject counts as a slot
-            error too (`SlotAligner(subjects=True)`: "The capital of Alfa Romeo 164 is Rome").
+        subjects: relations stated of an input entity that is not their subject
+            (`SlotAligner(subjects=True)`: "The capital of Alfa Romeo 164 is Rome"): "errors" counts
+            each as a slot error; "ties" breaks ties on slot errors by the fewest of them (before
+            `stated_relations`); "off" (or False) ignores them.
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
     >>> best = reranker.choose(triples, [["ENT_1", "was", "born", "in", "ENT_2", "."], ...], entity_map)
     """
 
-    def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects=False):
+    def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects="off"):
         if unstated_as_errors and not stated_relations:
             raise ValueError(
                 "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
@@ -58,9 +64,13 @@ class SlotErrorReranker:
             )
         if min_foreign is not None:
             aligner = aligner.with_settings(min_foreign=min_foreign)
-        if subjects:
+        subjects = {False: "off", True: "errors"}.get(subjects, subjects)
+        if subjects not in ("off", "ties", "errors"):
+            raise ValueError(f"`subjects` must be 'off', 'ties' or 'errors'. Received: subjects={subjects!r}")
+        if subjects != "off":
             aligner = aligner.with_settings(subjects=True)
         self.aligner = aligner
+        self.subjects = subjects
         self.stated_relations = bool(stated_relations)
         self.unstated_as_errors = bool(unstated_as_errors)
 
@@ -95,12 +105,16 @@ class SlotErrorReranker:
         judgement = self.aligner.judge_delexicalised(triples, list(tokens))
         unstated = self._unstated(judgement) if self.stated_relations else 0
         errors = judgement.num_errors + invented + repeated + (unstated if self.unstated_as_errors else 0)
-        return errors, unstated
+        wrong_subjects = 0
+        if self.subjects == "ties":  # a tie-breaker only: not among the errors
+            wrong_subjects = sum(triple.wrong_subject for triple in judgement.triples)
+            errors -= wrong_subjects
+        return errors, wrong_subjects, unstated
 
     def choose(self, triples, candidates, entity_map, preference=None):
         """Index of the candidate (token lists, most likely first) with the fewest errors (with
-        `unstated_as_errors`, unstated relations included; then, with `stated_relations`, the
-        fewest unstated relations). Ties go to the highest
+        `unstated_as_errors`, unstated relations included; then, with `subjects="ties"`, the fewest
+        relations of the wrong subject; then, with `stated_relations`, the fewest unstated relations). Ties go to the highest
         `preference` (one number per candidate), else to the more likely (the first)."""
         if not candidates:
             raise ValueError("Expected at least one candidate. Received: none.")
