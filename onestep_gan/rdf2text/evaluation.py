@@ -223,11 +223,10 @@ def check_text(aligner, triples, text):
     JSON-ready record (`generate --format jsonl` prints one per line): the text, `faithful` (no
     triple missing or wrong, no entity outside the input, every input entity named:
     `unmentioned_entities` lists those `entity_coverage` does not find), and per input triple its
-    label ("correct", "missing",
-    "wrong") and, for "wrong", why: "bound elsewhere" (the value sits where another relation's
-    words are), "swapped" (subject and object, or the relation stated backwards), "outside the
-    input" (stated under a relation the input does not have), "wrong subject" (the relation stated
-    of another input entity)."""
+    label ("correct", "missing", "wrong") and, for "wrong", why: "bound elsewhere" (the value sits
+    where another relation's words are), "swapped" (subject and object, or the relation stated
+    backwards), "outside the input" (stated under a relation the input does not have), "wrong
+    subject" (the relation stated of another input entity)."""
     judgement = aligner.judge(triples, text)
     records = []
     for triple in judgement.triples:

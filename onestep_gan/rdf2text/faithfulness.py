@@ -463,7 +463,7 @@ class SlotAligner:
         ignored = {other_object for other_subject, other_object, _ in view.slots if other_subject in holders}
         ignored |= {other for first, second, _ in view.slots if object_ in (first, second)
                     for other in (first, second)}
-        stated_of = _stated_subjects(tuple(tokens), words, frozenset(view.entity_map))
+        stated_of = _stated_subjects(tokens, words, frozenset(view.entity_map))
         if stated_of & holders or not stated_of - ignored:
             return judgement
         return dataclasses.replace(judgement, label="wrong", no_evidence=False, wrong_subject=True)
