@@ -34,6 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from onestep_gan.rdf2text.config import (  # noqa: E402
     AdversarialConfig,
     MLEConfig,
+    RERANK_SUBJECTS,
     _optional_float,
     add_config_arguments,
     config_from_arguments,
@@ -283,7 +284,7 @@ def _add_decoding_overrides(parser):
         "default: the run's",
     )
     parser.add_argument(
-        "--rerank-subjects", choices=("off", "ties", "errors"), default=None,
+        "--rerank-subjects", choices=RERANK_SUBJECTS, default=None,
         help='relations stated of an input entity that is not their subject ("the capital of Alfa Romeo 164" for '
         "Italy capital Rome) in the reranker: counted as slot errors, or breaking ties on them; default: the run's",
     )

@@ -204,16 +204,20 @@ def entity_coverage(hypotheses, triples_per_example):
     for hypothesis, triples in zip(hypotheses, triples_per_example):
         entities = _distinct_entities(triples)
         total += len(entities)
-        found += len(entities) - len(unmentioned_entities(hypothesis, triples))
+        found += len(entities) - len(_unmentioned(hypothesis, entities))
     return found / total if total else 0.0
 
 
 def unmentioned_entities(hypothesis, triples):
     """The input entities (WebNLG spelling, in input order) whose surface form `entity_coverage`
     does not find in `hypothesis`."""
+    return _unmentioned(hypothesis, _distinct_entities(triples))
+
+
+def _unmentioned(hypothesis, entities):
     text = _normalize_text(hypothesis)
     return [
-        raw_entity for entity, raw_entity in _distinct_entities(triples).items()
+        raw_entity for entity, raw_entity in entities.items()
         if not any(form in text for form in _written_forms(entity) + _output_forms(raw_entity))
     ]
 

@@ -432,13 +432,15 @@ class SlotAligner:
             for triple, slot in zip(triples, view.slots)
         ]
         if self.subjects:
+            lemmas, entities = [_lemma(token) for token in tokens], frozenset(view.entity_map)
             judgements = [
-                self._check_subject(judgement, slot, view, tokens) if judgement.label == "correct" else judgement
+                self._check_subject(judgement, slot, view, tokens, lemmas, entities)
+                if judgement.label == "correct" else judgement
                 for judgement, slot in zip(judgements, view.slots)
             ]
         return TextJudgement(tuple(judgements), tuple(extra))
 
-    def _check_subject(self, judgement, slot, view, tokens):
+    def _check_subject(self, judgement, slot, view, tokens, lemmas, entities):
         """`judgement` made "wrong" (`wrong_subject`) when the text states the triple's relation,
         in its own words, only of input entities that hold no such relation in the input
         (module docstring, 6)."""
@@ -463,7 +465,7 @@ class SlotAligner:
         ignored = {other_object for other_subject, other_object, _ in view.slots if other_subject in holders}
         ignored |= {other for first, second, _ in view.slots if object_ in (first, second)
                     for other in (first, second)}
-        stated_of = _stated_subjects(tokens, words, frozenset(view.entity_map))
+        stated_of = _stated_subjects(tokens, lemmas, words, entities)
         if stated_of & holders or not stated_of - ignored:
             return judgement
         return dataclasses.replace(judgement, label="wrong", no_evidence=False, wrong_subject=True)
@@ -682,12 +684,11 @@ def _inverted_mention(tokens, position, subject, predicate):
     return False
 
 
-def _stated_subjects(tokens, words, entities):
-    """The entity placeholders of `entities` that `tokens` state a relation named by `words`
-    (lemmatised noun words) of: "the P of [the] ENT_x", "ENT_x 's P", "ENT_x, whose P".
-    "ENT_y P of ENT_x" is left out: a compound ("the Catalonia region of Spain")."""
+def _stated_subjects(tokens, lemmas, words, entities):
+    """The entity placeholders of `entities` that `tokens` (`lemmas`: their `_lemma`s) state a
+    relation named by `words` (lemmatised noun words) of: "the P of [the] ENT_x", "ENT_x 's P",
+    "ENT_x, whose P". "ENT_y P of ENT_x" is left out: a compound ("the Catalonia region of Spain")."""
     size, found = len(words), set()
-    lemmas = [_lemma(token) for token in tokens]
     for start in range(len(tokens) - size + 1):
         if tuple(lemmas[start:start + size]) != words:
             continue

@@ -34,6 +34,7 @@ made the reranker leave values out rather than state their relations (docs/webnl
 import collections
 
 from onestep_gan.rdf2text import preprocessing
+from onestep_gan.rdf2text.config import RERANK_SUBJECTS
 
 
 class SlotErrorReranker:
@@ -65,8 +66,8 @@ class SlotErrorReranker:
         if min_foreign is not None:
             aligner = aligner.with_settings(min_foreign=min_foreign)
         subjects = {False: "off", True: "errors"}.get(subjects, subjects)
-        if subjects not in ("off", "ties", "errors"):
-            raise ValueError(f"`subjects` must be 'off', 'ties' or 'errors'. Received: subjects={subjects!r}")
+        if subjects not in RERANK_SUBJECTS:
+            raise ValueError(f"`subjects` must be one of {list(RERANK_SUBJECTS)}. Received: subjects={subjects!r}")
         if subjects != "off":
             aligner = aligner.with_settings(subjects=True)
         self.aligner = aligner
