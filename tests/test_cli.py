@@ -89,6 +89,39 @@ def test_generate_jsonl_prints_each_text_with_the_aligners_labels(trained_run, m
                                       and not record["extra_entities"] and not record["unmentioned_entities"])
 
 
+def test_generate_unfaithful_template_prints_the_template_where_the_check_flags_the_text(trained_run, monkeypatch, capsys):
+    from onestep_gan.rdf2text import runs, templates
+
+    lines = ["Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot", "",
+             "Aarhus_Airport | cityServed | Aarhus ; Aarhus | leader | Jacob_Bundsgaard", "Aarhus | leader | Jacob_Bundsgaard"]
+    stdin = "\n".join(lines) + "\n"
+
+    def generate(*flags):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
+        assert cli.main(["generate", "--run-dir", str(trained_run), *flags]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    kept = [json.loads(line) for line in generate("--format", "jsonl")]
+    texts = generate("--unfaithful", "template")
+    records = [json.loads(line) for line in generate("--format", "jsonl", "--unfaithful", "template")]
+    assert len(texts) == len(records) == 4 and texts[1] == "" and records[1] is None
+    config = runs.load_run(trained_run)[2]
+    checker = runs.load_checker(trained_run, config)
+    fell_back = 0
+    for line, text, record, before in zip(lines, texts, records, kept):
+        if not line:
+            continue
+        facts = cli.parse_triple_sets([line])[0]
+        assert before["fallback"] is False and before["faithful"] == evaluation.check_text(checker, facts, before["text"])["faithful"]
+        if before["faithful"]:
+            assert text == record["text"] == before["text"] and record["fallback"] is False
+        else:
+            fell_back += 1
+            assert text == record["text"] == templates.template_text(facts)
+            assert (record["fallback"], record["model_text"]) == (True, before["text"])
+    assert fell_back  # the one-epoch model's texts: at least one is flagged
+
+
 def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch, capsys):
     """`generate` decodes with the run's settings unless a flag overrides one, as `decode` does."""
     from onestep_gan.rdf2text import inference
@@ -254,3 +287,31 @@ def test_the_readmes_triplesets_outside_webnlg_are_valid_generate_input():
     assert len(triple_sets) == 20
     assert sum(len(triples) for triples in triple_sets) == 57
     assert all(2 <= len(triples) <= 4 for triples in triple_sets)
+
+
+def test_template_fallback_example_applies_the_fallback_to_a_runs_outputs(trained_run, tmp_path, monkeypatch, capsys):
+    """examples/webnlg_template_fallback.py: the run's test outputs, each kept or replaced by its
+    template as `generate --unfaithful template` would, and the templates of every entry."""
+    import importlib.util
+
+    from onestep_gan.rdf2text import runs, templates, webnlg
+
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "examples"))
+    spec = importlib.util.spec_from_file_location("template_fallback", REPO_ROOT / "examples" / "webnlg_template_fallback.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out_dir = tmp_path / "fallback"
+    script.main(["--run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017), "--split", "test", "--out-dir", str(out_dir)])
+    config = runs.load_config(trained_run / runs.CONFIG_FILE)
+    entries = runs.sample_entries(webnlg.load_webnlg("test", FIXTURE_2017), config.max_eval_entries, config.seed)
+    outputs = (trained_run / "test_hypotheses.txt").read_text(encoding="utf-8").splitlines()
+    checker = runs.load_checker(trained_run, config)
+    expected = [text if evaluation.check_text(checker, entry.triples, text)["faithful"] else templates.template_text(entry.triples)
+                for entry, text in zip(entries, outputs)]
+    assert (out_dir / "test_fallback.txt").read_text(encoding="utf-8").splitlines() == expected
+    assert (out_dir / "test_templates.txt").read_text(encoding="utf-8").splitlines() == [
+        templates.template_text(entry.triples) for entry in entries]
+    records = [json.loads(line) for line in (out_dir / "test_fallback.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [record["text"] for record in records] == expected
+    flagged = sum(record["fallback"] for record in records)
+    assert flagged and f"test all: {flagged} of {len(entries)} outputs flagged" in capsys.readouterr().out

@@ -17,7 +17,9 @@ triples separated by ` ; `, the parts of a triple by ` | `, in WebNLG spelling:
 and prints one text per line; with `--format jsonl`, one JSON object per line: the text and, per
 input triple, how the run's slot aligner reads it (`evaluation.check_text`), so that a caller can hold back texts
 it flags. The check is a partial one: on WebNLG test outputs it finds about half of the false texts a
-careful reader finds, on inputs far from WebNLG far fewer (README, "Commands").
+careful reader finds, on inputs far from WebNLG far fewer (README, "Commands"). With `--unfaithful
+template`, a text the check flags is replaced by a plain template text of the input's triples
+(`templates.py`: "The birth place of Alan Bean is Wheeler, Texas."), stiff but stating the input's facts.
 """
 
 import argparse
@@ -39,6 +41,7 @@ from onestep_gan.rdf2text.config import (  # noqa: E402
     add_config_arguments,
     config_from_arguments,
 )
+from onestep_gan.rdf2text.templates import UNFAITHFUL  # noqa: E402
 
 TRIPLE_SET_SEPARATOR = " ; "
 TRIPLE_PART_SEPARATOR = " | "
@@ -192,9 +195,9 @@ def _decode(args):
 
 
 def _generate(args):
-    from onestep_gan.rdf2text import evaluation
+    from onestep_gan.rdf2text import templates
     from onestep_gan.rdf2text.mle import decoder_for
-    from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_discriminator, load_run
+    from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_checker, load_discriminator, load_run
 
     check_run_dir(args.run_dir)  # before reading stdin: a wrong folder fails at once
     if args.input:
@@ -210,23 +213,22 @@ def _generate(args):
     # as the run decoded dev and test
     decode = decoder_for(model, preprocessor, config, aligner, progress=False, discriminator=discriminator)
     checker = None
-    if args.format == "jsonl":
-        checker = load_aligner(args.run_dir)
+    if args.format == "jsonl" or args.unfaithful != "keep":
+        checker = load_checker(args.run_dir, config)
         if checker is None:
-            raise ValueError(f"{args.run_dir}: --format jsonl needs the run's aligner.json (decode the run again "
-                             "with this release to write it).")
-        checker = checker.with_settings(
-            min_foreign=config.rerank_min_foreign if config.rerank_min_foreign is not None else checker.min_foreign,
-            inversions=True, subjects=True,
-        )
+            raise ValueError(f"{args.run_dir}: --format jsonl and --unfaithful need the run's aligner.json (decode "
+                             "the run again with this release to write it).")
     texts = iter(decode(preprocessor.encode_triples(wanted)) if wanted else ())
     for triples in triple_sets:
+        if triples is None:
+            print("null" if args.format == "jsonl" else "")
+            continue
+        text = next(texts)
         if checker is None:
-            print("" if triples is None else next(texts))
-        elif triples is None:
-            print("null")
-        else:
-            print(json.dumps(evaluation.check_text(checker, triples, next(texts)), ensure_ascii=False))
+            print(text)
+            continue
+        record = templates.checked_text(checker, triples, text, args.unfaithful)
+        print(json.dumps(record, ensure_ascii=False) if args.format == "jsonl" else record["text"])
     return 0
 
 
@@ -348,6 +350,11 @@ def build_parser():
         "--format", choices=("text", "jsonl"), default="text",
         help="text: one text per line; jsonl: one JSON object per line, the text with the slot aligner's "
         "label for each input triple (null for a blank input line)",
+    )
+    generate.add_argument(
+        "--unfaithful", choices=UNFAITHFUL, default="keep",
+        help="a text the slot check does not call faithful (jsonl's faithful: false): keep it, or print a "
+        "plain template text of the input's triples instead (\"The birth place of Alan Bean is Wheeler, Texas.\")",
     )
     _add_decoding_overrides(generate)
     generate.set_defaults(handler=_generate)

@@ -200,6 +200,17 @@ def load_aligner(run_dir):
     return SlotAligner.load(path) if path.is_file() else None
 
 
+def load_checker(run_dir, config):
+    """The slot check of `generate --format jsonl` and `--unfaithful`: the run's aligner with its
+    stricter checks on (the reranker's `min_foreign`, `inversions`, `subjects`); None for a run
+    saved without an aligner."""
+    aligner = load_aligner(run_dir)
+    if aligner is None:
+        return None
+    min_foreign = config.rerank_min_foreign if config.rerank_min_foreign is not None else aligner.min_foreign
+    return aligner.with_settings(min_foreign=min_foreign, inversions=True, subjects=True)
+
+
 def write_comparison(run_dir, summary):
     """Writes an adversarial stage's `summary` (keys "mle" and "adversarial": test scores,
     "discriminator": held-out accuracies, "timing") to `run_dir`'s `adversarial_summary.json`, and

@@ -1,0 +1,94 @@
+"""Plain template texts for a tripleset: one sentence a relation, stating each input fact and no other.
+
+`template_text(triples)` writes "The birth place of Alan Bean is Wheeler, Texas. The occupation of
+Alan Bean is Test pilot." for `Alan_Bean birthPlace Wheeler,_Texas ; Alan_Bean occupation
+Test_pilot`. The texts are stiff, but they state what the input states, and so they are the fallback
+of `onestep-gan generate --unfaithful template`: a caller who would rather print a stiff true text
+than a fluent false one gets the template wherever the slot check (`evaluation.check_text`) flags
+the model's text. They are also a floor for the tables: what writing the facts out, and nothing
+else, scores.
+
+A relation is written in one of four shapes, chosen by its words (`preprocessing.split_predicate`):
+- a verb phrase ("is part of", "has to its north", "was selected by NASA", "served as Chief of the
+  Astronaut Office in"): "S P O";
+- a participle and its preposition ("broadcasted by", "dedicated to"): "S is P O";
+- a participle alone ("established", whose values are dates and years): "S was P in O";
+- anything else, read as a noun ("birth place", "leader", "spouse"): "The P of S is O".
+Objects of one subject under one relation are listed in one sentence ("The ingredient of Pizza
+Margherita is Mozzarella and Tomato"). Values are written as the model's outputs write them
+(`preprocessing.relexicalise`: dates written out, units out of parentheses, "a"/"an" fitted).
+"""
+
+from onestep_gan.rdf2text import evaluation, preprocessing
+
+_VERB_FIRST = frozenset("is are was were has have had".split())
+_PREPOSITIONS = frozenset("by in of to as for on at with from into".split())
+# What `generate --unfaithful` does with a text the slot check flags: print it, or the template.
+UNFAITHFUL = ("keep", "template")
+
+
+def relation_shape(predicate):
+    """"verb" ("S P O"), "participle" ("S is P O"), "dated" ("S was P in O") or "noun" ("The P
+    of S is O") for `predicate` (module docstring)."""
+    words = preprocessing.split_predicate(predicate).lower().split()
+    if not words or words[0] in _VERB_FIRST:
+        return "verb"
+    if len(words) > 1 and words[-1] in _PREPOSITIONS:
+        return "participle" if len(words) == 2 and words[0].endswith("ed") else "verb"
+    if len(words) == 1 and words[0].endswith("ed"):
+        return "dated"
+    return "noun"
+
+
+def template_tokens(triples):
+    """The template text of `triples` as delexicalised tokens, with the `preprocessing.delexicalise`
+    example whose `entity_map` and `predicate_map` write them out: `(tokens, example)`."""
+    example = preprocessing.delexicalise(triples, predicate_placeholders=True)
+    entity = {value: placeholder for placeholder, value in example.entity_map.items()}  # normalised values
+    predicate = {words: placeholder for placeholder, words in example.predicate_map.items()}
+    # (subject, predicate) in input order -> objects in input order
+    relations = {}
+    for triple in triples:
+        objects = relations.setdefault((triple.subject, triple.predicate), [])
+        if triple.object not in objects:
+            objects.append(triple.object)
+    tokens = []
+    for (subject, relation), objects in relations.items():
+        subject_token = entity[preprocessing.normalise_entity(subject)]
+        predicate_token = predicate[preprocessing.split_predicate(relation)]
+        listed = []
+        for index, value in enumerate(objects):
+            if index:
+                listed.append("and" if index == len(objects) - 1 else ",")
+            listed.append(entity[preprocessing.normalise_entity(value)])
+        shape = relation_shape(relation)
+        if shape == "verb":
+            tokens += [subject_token, predicate_token, *listed, "."]
+        elif shape == "participle":
+            tokens += [subject_token, "is", predicate_token, *listed, "."]
+        elif shape == "dated":
+            tokens += [subject_token, "was", predicate_token, "in", *listed, "."]
+        else:
+            tokens += ["The", predicate_token, "of", subject_token, "is", *listed, "."]
+    return tokens, example
+
+
+def template_text(triples):
+    """The template text of `triples` (module docstring), detokenised as the model's outputs are."""
+    tokens, example = template_tokens(tuple(triples))
+    return preprocessing.detokenize(
+        preprocessing.relexicalise(tokens, example.entity_map, example.predicate_map)
+    )
+
+
+def checked_text(checker, triples, text, unfaithful="keep"):
+    """`evaluation.check_text(checker, triples, text)`, the record `generate --format jsonl` prints,
+    with `fallback` added. With `unfaithful="template"`, a text the check does not call faithful
+    is replaced by `template_text(triples)`: the record is then the template's, with `fallback`
+    True and the model's text as `model_text`."""
+    if unfaithful not in UNFAITHFUL:
+        raise ValueError(f"unfaithful={unfaithful!r}: expected one of {', '.join(UNFAITHFUL)}.")
+    record = evaluation.check_text(checker, triples, text)
+    if record["faithful"] or unfaithful == "keep":
+        return {**record, "fallback": False}
+    return {**evaluation.check_text(checker, triples, template_text(triples)), "fallback": True, "model_text": text}
