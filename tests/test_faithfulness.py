@@ -294,6 +294,28 @@ def test_inversions_call_a_relation_stated_the_wrong_way_round_wrong(aligner):
     assert inverting.judge(born, both).labels == ("correct",)
 
 
+def test_inversions_read_the_p_of_subject_is_object_the_right_way_round(aligner):
+    """"The birth place of Alan Bean is Wheeler, Texas" states P(subject) = object. The swap test
+    (the subject where the predicate's cues are, the object with none) reads it as a swap once the
+    subject's context scores `swap_score`; with `inversions` (which reads "the P of X is Y" phrases)
+    the form is right, and so is a relation that holds both ways. The wrong way round stays wrong."""
+    strict = aligner.with_settings(swap_score=2.0)  # the tiny corpus's cue weights are small
+    reading = strict.with_settings(inversions=True)
+    born = (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),)
+    engine = (Triple("Alvis_Speed_25", "engine", "Straight-six_engine"),)  # no mined cues
+    spouse = (Triple("Albert_B._White", "spouse", "Agnes_Ward_White"),)  # holds both ways
+    cases = [(born, "The birth place of Alan Bean is Wheeler, Texas."),
+             (born, "The birth place of Alan Bean was the Wheeler, Texas."),
+             (engine, "The engine of Alvis Speed 25 is Straight-six engine."),
+             (spouse, "The spouse of Albert B. White is Agnes Ward White.")]
+    assert [strict.judge(triples, text).labels for triples, text in cases] == [("wrong",)] * 4
+    assert all(strict.judge(triples, text).triples[0].swapped for triples, text in cases)
+    assert [reading.judge(triples, text).labels for triples, text in cases] == [("correct",)] * 4
+    # the predicate's words must be the triple's own, and the subject the triple's subject
+    assert reading.judge(born, "The death place of Alan Bean is Wheeler, Texas.").labels == ("wrong",)
+    assert reading.judge(born, "The birth place of Wheeler, Texas is Alan Bean.").labels == ("wrong",)
+
+
 def test_subjects_call_a_relation_stated_of_another_input_entity_wrong(aligner):
     """With `subjects`, "the P of X", "X's P" and "X, whose P" state P of X: wrong when X is an
     input entity that holds no such relation in the input. Not judged: the triple's own subject,

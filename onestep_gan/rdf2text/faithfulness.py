@@ -58,6 +58,8 @@ How the aligner works (`SlotAligner`):
    round (English "X is the P of Y" says P(Y) = X). When every mention of the object sits in such a
    phrase with the predicate's own words (a predicate named by a noun: not "isPartOf", "has..."),
    the triple is "wrong" with `swapped` set. No cue is needed, so it holds for unseen predicates too.
+   The right-way form "the P of ENT_1 is ENT_2" is read as such: the swap test of 3 (the subject
+   next to the predicate's cues, the object after the copula with none) does not fire on it.
 
 6. Relations stated of the wrong subject (`subjects`, off unless set): "The capital of Alfa Romeo 164
    is Rome" for `Italy capital Rome ; Alfa_Romeo_164 assembly Italy` states the capital of the car.
@@ -526,8 +528,13 @@ class SlotAligner:
             _inverted_mention(tokens, position, subject, predicate) for position in positions[object_]
         ):
             return TripleJudgement(triple, "wrong", own, own, predicate, swapped=True)
-        if own <= 0 and subject != object_ and positions.get(subject):
-            # Subject/object swap: the subject sits where the object's cues are.
+        if own <= 0 and subject != object_ and positions.get(subject) and not (
+            self.inversions and all(_of_phrase_mention(tokens, position, subject, predicate)
+                                    for position in positions[object_])
+        ):
+            # Subject/object swap: the subject sits where the object's cues are. (Not in "the P of
+            # SUBJECT is OBJECT", read with `inversions`: the subject sits after the predicate's
+            # words there, and the object after the copula, where no cue reaches it.)
             subject_score = max(
                 _score(own_weights, context_features(tokens, position, object_, self.window, self.near))
                 for position in positions[subject]
@@ -682,6 +689,26 @@ def _inverted_mention(tokens, position, subject, predicate):
             right += 1
         return right < len(tokens) and tokens[right] == subject
     return False
+
+
+def _of_phrase_mention(tokens, position, subject, predicate):
+    """Whether the object at `tokens[position]` sits in "[the] P of SUBJECT is/was [the] OBJECT"
+    (P the predicate's own words, named by a noun), which states P(subject) = object: the right
+    way round (the mirror of `_inverted_mention`'s second form; a relation that holds both ways
+    too)."""
+    words = tuple(_lemma(word) for word in predicate_key(predicate).split())
+    if not words or words[0] in _VERB_FIRST:
+        return False
+    before = position - 1
+    if before >= 0 and tokens[before].lower() in _ARTICLES:
+        before -= 1
+    # tokens: ... P of SUBJECT is [the] OBJECT
+    if before < 2 or tokens[before].lower() not in _COPULAS or tokens[before - 1] != subject:
+        return False
+    of = before - 2
+    start = of - len(words)
+    return (tokens[of].lower() == "of" and start >= 0
+            and tuple(_lemma(token) for token in tokens[start:of]) == words)
 
 
 def _stated_subjects(tokens, lemmas, words, entities):
