@@ -301,13 +301,18 @@ def main(argv=None):
     parser.add_argument("--output", default=None, help="write all numbers to this JSON file")
     parser.add_argument("--min-foreign", type=float, default=None,
                         help="the aligner also counts values stated under a relation outside the input")
+    parser.add_argument("--inversions", action="store_true", help="the aligner also reads \"the P of X is Y\" "
+                        "phrases: relations stated the wrong way round (docs/faithfulness.md)")
+    parser.add_argument("--subjects", action="store_true",
+                        help="the aligner also counts relations stated of the wrong subject (docs/faithfulness.md)")
     args = parser.parse_args(argv)
 
     start = time.time()
     train = webnlg.load_webnlg("train", args.data_dir)
     dev = webnlg.load_webnlg("dev", args.data_dir)
     test = webnlg.load_webnlg("test", args.data_dir)
-    aligner = faithfulness.SlotAligner.from_entries(train, min_foreign=args.min_foreign)
+    aligner = faithfulness.SlotAligner.from_entries(
+        train, min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects)
     print(f"mined {len(aligner.cues)} predicates, {sum(map(len, aligner.cues.values()))} cues, "
           f"{len(aligner.gazetteer)} gazetteer entities in {time.time() - start:.1f}s")
     if args.save_aligner:
