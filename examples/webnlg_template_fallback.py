@@ -21,7 +21,7 @@ import json
 import pathlib
 import sys
 
-from onestep_gan.rdf2text import checkpoints, runs, templates, webnlg
+from onestep_gan.rdf2text import checkpoints, runs, templates
 from onestep_gan.rdf2text.cli import run_script
 from webnlg_read_sample import read_hypotheses  # examples/, beside this script
 
@@ -40,9 +40,8 @@ def main(argv=None):
     hypotheses_path = run_dir / f"{'adversarial_' if adversarial else ''}{args.split}_hypotheses.txt"
     if not hypotheses_path.is_file():
         raise ValueError(f"{hypotheses_path}: no such file. Expected a run that decoded {args.split}.")
-    entries = runs.hold_out_categories(webnlg.load_webnlg(args.split, args.data_dir), args.split,
-                                       config.holdout_categories)
-    entries = runs.sample_entries(entries, config.max_eval_entries, config.seed)
+    entries = runs.load_split(args.split, args.data_dir, config.max_eval_entries, config.seed,
+                              holdout_categories=config.holdout_categories)  # the run's own sample
     hypotheses = read_hypotheses(hypotheses_path, len(entries))
     checker = runs.load_checker(run_dir, config)
     if checker is None:

@@ -16,10 +16,11 @@ A relation is written in one of four shapes, chosen by its words (`preprocessing
 - anything else, read as a noun ("birth place", "leader", "spouse"): "The P of S is O".
 Objects of one subject under one relation are listed in one sentence ("The ingredient of Pizza
 Margherita is Mozzarella and Tomato"). Values are written as the model's outputs write them
-(`preprocessing.relexicalise`: dates written out, units out of parentheses, "a"/"an" fitted).
+(`TextPreprocessor.relexicalise`: dates written out, units out of parentheses, "a"/"an" fitted).
 """
 
 from onestep_gan.rdf2text import evaluation, preprocessing
+from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 
 _VERB_FIRST = frozenset("is are was were has have had".split())
 _PREPOSITIONS = frozenset("by in of to as for on at with from into".split())
@@ -76,9 +77,7 @@ def template_tokens(triples):
 def template_text(triples):
     """The template text of `triples` (module docstring), detokenised as the model's outputs are."""
     tokens, example = template_tokens(tuple(triples))
-    return preprocessing.detokenize(
-        preprocessing.relexicalise(tokens, example.entity_map, example.predicate_map)
-    )
+    return TextPreprocessor.relexicalise(tokens, example.entity_map, example.predicate_map)
 
 
 def checked_text(checker, triples, text, unfaithful="keep"):
