@@ -10,16 +10,10 @@ written out and nothing else):
     onestep-gan evaluate --hypotheses RUN/gan/template_fallback/test_fallback.txt --split test
     onestep-gan evaluate --hypotheses RUN/gan/template_fallback/test_templates.txt --split test
 
-With `--unfaithful candidate` (as `generate --unfaithful candidate`: the best-ranked other beam
-candidate the check passes, the template only where none does) it decodes the split again with the
-run's model and decoding, for the candidates (a minute or two for WebNLG test on 2 cores), and says
-how many of the decoded texts differ from the recorded outputs (none, on the machine that wrote them).
-
-It prints how many outputs the check flags and how many are replaced by a candidate or the template
-(all / seen / unseen) and writes, into `--out-dir` (default RUN/template_fallback, or
-RUN/candidate_fallback), `{split}_fallback.txt` and `{split}_templates.txt`, one line an entry, each
-file whole or not at all, and `{split}_fallback.jsonl`, the records `generate --format jsonl
---unfaithful ...` would print.
+It prints how many outputs the check flags (all / seen / unseen) and writes, into `--out-dir`
+(default RUN/template_fallback), `{split}_fallback.txt` and `{split}_templates.txt`, one line an
+entry, each file whole or not at all, and `{split}_fallback.jsonl`, the records `generate --format
+jsonl --unfaithful template` would print.
 """
 
 import argparse
@@ -27,7 +21,7 @@ import json
 import pathlib
 import sys
 
-from onestep_gan.rdf2text import checkpoints, mle, runs, templates
+from onestep_gan.rdf2text import checkpoints, runs, templates
 from onestep_gan.rdf2text.cli import run_script
 from webnlg_read_sample import read_hypotheses  # examples/, beside this script
 
@@ -37,9 +31,7 @@ def main(argv=None):
     parser.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
     parser.add_argument("--split", default="test", choices=("dev", "test"))
-    parser.add_argument("--unfaithful", default="template", choices=("template", "candidate"),
-                        help="what replaces a flagged output, as for generate (default: template)")
-    parser.add_argument("--out-dir", default=None, help="default: RUN_DIR/template_fallback (candidate: candidate_fallback)")
+    parser.add_argument("--out-dir", default=None, help="default: RUN_DIR/template_fallback")
     args = parser.parse_args(argv)
     run_dir = pathlib.Path(args.run_dir)
     runs.check_run_dir(run_dir)
@@ -55,15 +47,9 @@ def main(argv=None):
     if checker is None:
         raise ValueError(f"{run_dir}: no aligner.json (decode the run again with this release to write it).")
 
-    ranked = [None] * len(entries)
-    if args.unfaithful == "candidate":
-        ranked = _ranked_candidates(run_dir, entries)
-        differ = sum(candidates[0] != text for candidates, text in zip(ranked, hypotheses))
-        print(f"{differ} of {len(entries)} decoded texts differ from {hypotheses_path.name}; the decoded ones are used")
-        hypotheses = [candidates[0] for candidates in ranked]
-    records = [templates.checked_text(checker, entry.triples, text, args.unfaithful, candidates)
-               for entry, text, candidates in zip(entries, hypotheses, ranked)]
-    out_dir = pathlib.Path(args.out_dir) if args.out_dir else run_dir / f"{args.unfaithful}_fallback"
+    records = [templates.checked_text(checker, entry.triples, text, unfaithful="template")
+               for entry, text in zip(entries, hypotheses)]
+    out_dir = pathlib.Path(args.out_dir) if args.out_dir else run_dir / "template_fallback"
     out_dir.mkdir(parents=True, exist_ok=True)
     write = checkpoints.atomic_write
     write(out_dir / f"{args.split}_fallback.txt", "".join(record["text"] + "\n" for record in records))
@@ -75,21 +61,10 @@ def main(argv=None):
                        ("unseen", lambda entry: entry.seen is False)):
         chosen = [record for entry, record in zip(entries, records) if keep(entry)]
         if chosen:
-            flagged = sum(bool(record["fallback"]) for record in chosen)
-            by_candidate = sum(record["fallback"] == "candidate" for record in chosen)
-            print(f"{args.split} {name}: {flagged} of {len(chosen)} outputs flagged ({100 * flagged / len(chosen):.1f}%), "
-                  f"replaced by another beam candidate {by_candidate}, by the template {flagged - by_candidate}")
+            flagged = sum(record["fallback"] for record in chosen)
+            print(f"{args.split} {name}: {flagged} of {len(chosen)} outputs flagged and replaced by the template "
+                  f"({100 * flagged / len(chosen):.1f}%)")
     print(f"wrote {out_dir}/{args.split}_fallback.txt, {args.split}_fallback.jsonl, {args.split}_templates.txt")
-
-
-def _ranked_candidates(run_dir, entries):
-    """Every beam candidate's text for each entry, best first, as `generate --unfaithful candidate`
-    decodes them (the run's model and decoding settings)."""
-    model, preprocessor, config = runs.load_run(run_dir)
-    discriminator = runs.load_discriminator(run_dir) if config.rerank_discriminator_weight > 0 else None
-    decode = mle.decoder_for(model, preprocessor, config, runs.load_aligner(run_dir), progress=False,
-                             discriminator=discriminator, ranked=True)
-    return decode(preprocessor.encode_entries(entries, for_training=False))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,6 @@
-import dataclasses
 import io
 import json
 import pathlib
-import shutil
 import warnings
 
 import pytest
@@ -120,65 +118,8 @@ def test_generate_unfaithful_template_prints_the_template_where_the_check_flags_
         else:
             fell_back += 1
             assert text == record["text"] == templates.template_text(facts)
-            assert (record["fallback"], record["model_text"]) == ("template", before["text"])
+            assert (record["fallback"], record["model_text"]) == (True, before["text"])
     assert fell_back  # the one-epoch model's texts: at least one is flagged
-
-
-def test_generate_unfaithful_candidate_prints_the_first_beam_candidate_the_check_passes(trained_run, monkeypatch, capsys):
-    """`--unfaithful candidate`: a flagged text gives way to the first of the run's other beam
-    candidates (reranker's order) that the check passes, else to the template; a run that decodes
-    greedily is refused in one line."""
-    from onestep_gan.rdf2text import mle, runs, templates
-
-    lines = ["Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot",
-             "Aarhus_Airport | cityServed | Aarhus ; Aarhus | leader | Jacob_Bundsgaard", "Aarhus | leader | Jacob_Bundsgaard",
-             "Alan_Bean | nationality | United_States ; Alan_Bean | mission | Apollo_12"]
-    stdin = "\n".join(lines) + "\n"
-
-    def generate(*flags, code=0):
-        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
-        assert cli.main(["generate", "--run-dir", str(trained_run), *flags]) == code
-        return capsys.readouterr()
-
-    # The one-epoch model's candidates all fail the check: a faithful text is slipped in third
-    # among the first input's candidates, as a better model's beam would hold one.
-    faithful = "Alan Bean was born in Wheeler, Texas and served as a Test pilot."
-    real_decoder_for = mle.decoder_for
-
-    def decoder_for(*args, **kwargs):
-        decode = real_decoder_for(*args, **kwargs)
-        if not kwargs.get("ranked"):
-            return decode
-        return lambda examples: [[*texts[:2], faithful, *texts[2:]] if index == 0 else texts
-                                 for index, texts in enumerate(decode(examples))]
-
-    monkeypatch.setattr(mle, "decoder_for", decoder_for)
-    beam = ("--decode-method", "beam", "--beam-width", "4")
-    kept = [json.loads(line) for line in generate(*beam, "--format", "jsonl").out.splitlines()]
-    texts = generate(*beam, "--unfaithful", "candidate").out.splitlines()
-    records = [json.loads(line) for line in generate(*beam, "--format", "jsonl", "--unfaithful", "candidate").out.splitlines()]
-    model, preprocessor, config = runs.load_run(trained_run)
-    config = dataclasses.replace(config, decode_method="beam", beam_width=4)
-    decode = decoder_for(model, preprocessor, config, runs.load_aligner(trained_run), progress=False, ranked=True)
-    triple_sets = cli.parse_triple_sets(lines)
-    ranked = decode(preprocessor.encode_triples(triple_sets))
-    checker = runs.load_checker(trained_run, config)
-    assert evaluation.check_text(checker, triple_sets[0], faithful)["faithful"]
-    assert len(texts) == len(records) == len(ranked) == 4
-    assert records[0]["fallback"] == "candidate" and records[0]["text"] == faithful
-    for facts, text, record, before, candidates in zip(triple_sets, texts, records, kept, ranked):
-        assert before["text"] == candidates[0]  # the text --unfaithful keep prints
-        passing = [c for c in candidates if evaluation.check_text(checker, facts, c)["faithful"]]
-        assert text == record["text"]
-        if before["faithful"]:
-            assert (text, record["fallback"]) == (before["text"], False)
-        elif passing:
-            assert (text, record["fallback"], record["model_text"]) == (passing[0], "candidate", before["text"])
-        else:
-            assert (text, record["fallback"]) == (templates.template_text(facts), "template")
-    assert any(not record["faithful"] for record in kept)  # the one-epoch model's texts: some are flagged
-    refused = generate("--unfaithful", "candidate", code=2)
-    assert refused.out == "" and refused.err.count("\n") == 1 and "needs beam search" in refused.err
 
 
 def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch, capsys):
@@ -372,22 +313,5 @@ def test_template_fallback_example_applies_the_fallback_to_a_runs_outputs(traine
         templates.template_text(entry.triples) for entry in entries]
     records = [json.loads(line) for line in (out_dir / "test_fallback.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [record["text"] for record in records] == expected
-    flagged = sum(record["fallback"] == "template" for record in records)
+    flagged = sum(record["fallback"] for record in records)
     assert flagged and f"test all: {flagged} of {len(entries)} outputs flagged" in capsys.readouterr().out
-
-    # --unfaithful candidate decodes again (beam: a copy of the run set to beam 4) for the candidates
-    beam_run = tmp_path / "beam_run"
-    shutil.copytree(trained_run, beam_run)
-    config_json = json.loads((beam_run / runs.CONFIG_FILE).read_text())
-    (beam_run / runs.CONFIG_FILE).write_text(json.dumps({**config_json, "decode_method": "beam", "beam_width": 4}))
-    script.main(["--run-dir", str(beam_run), "--data-dir", str(FIXTURE_2017), "--split", "test", "--unfaithful", "candidate"])
-    printed = capsys.readouterr().out
-    ranked = script._ranked_candidates(beam_run, entries)
-    expected = [templates.checked_text(checker, entry.triples, candidates[0], "candidate", candidates)
-                for entry, candidates in zip(entries, ranked)]
-    out_dir = beam_run / "candidate_fallback"
-    assert (out_dir / "test_fallback.txt").read_text(encoding="utf-8").splitlines() == [r["text"] for r in expected]
-    assert [json.loads(line) for line in (out_dir / "test_fallback.jsonl").read_text(encoding="utf-8").splitlines()] == expected
-    differ = sum(candidates[0] != text for candidates, text in zip(ranked, outputs))
-    assert f"{differ} of {len(entries)} decoded texts differ from test_hypotheses.txt" in printed
-    assert f"test all: {sum(bool(r['fallback']) for r in expected)} of {len(entries)} outputs flagged" in printed

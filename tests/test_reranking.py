@@ -92,40 +92,6 @@ def test_decode_examples_relexicalises_the_chosen_candidate(reranker):
     assert texts == ["Alan Bean was born in Wheeler, Texas and served as a Test pilot."]
 
 
-def test_ranking_orders_every_candidate_as_choose_would_pick_them(reranker):
-    """`ranking`: fewest errors first, ties by preference, then beam order; `choose` is its head."""
-    studied = "ENT_1 , born in ENT_2 , served as a ENT_3 .".split()
-    half = "ENT_1 was born in ENT_3 .".split()
-    candidates = [SWAPPED, RIGHT, half, studied]
-    assert [reranker.errors(TRIPLES, tokens, ENTITY_MAP) for tokens in candidates] == [2, 0, 2, 0]
-    assert reranker.ranking(TRIPLES, candidates, ENTITY_MAP) == [1, 3, 0, 2]
-    assert reranker.ranking(TRIPLES, candidates, ENTITY_MAP, preference=[0.0, 0.0, 1.0, 2.0]) == [3, 1, 2, 0]
-    assert reranker.choose(TRIPLES, candidates, ENTITY_MAP, preference=[0.0, 0.0, 1.0, 2.0]) == 3
-
-
-def test_decode_examples_ranked_returns_every_candidate_best_first(reranker):
-    """`ranked=True`: each example gets all its beam candidates' texts, the reranker's choice
-    first (without a reranker: beam order)."""
-    vocabulary = Vocabulary(sorted(set(SWAPPED) | {"is", "from"}))
-    preprocessor = TextPreprocessor(vocabulary, 16, 16)
-    example = EncodedExample("e0", (4, 5), None, ENTITY_MAP, TRIPLES)
-    tokens = [SWAPPED, "ENT_1 is from ENT_2 .".split(), RIGHT]
-    candidates = np.array([[vocabulary.encode(t, add_eos=True) + [0] * (12 - len(t)) for t in tokens]])
-
-    def generate_function(source_ids):
-        return candidates, np.zeros((1, 3))
-
-    texts = ["Alan Bean was born in Test pilot and served as a Wheeler, Texas.", "Alan Bean is from Wheeler, Texas.",
-             "Alan Bean was born in Wheeler, Texas and served as a Test pilot."]
-    ranked = decode_examples(generate_function, [example], preprocessor, 1, progress=False, reranker=reranker,
-                             ranked=True)
-    order = reranker.ranking(TRIPLES, tokens, ENTITY_MAP)
-    assert order[0] == 2 and ranked == [[texts[index] for index in order]]
-    assert decode_examples(generate_function, [example], preprocessor, 1, progress=False, ranked=True) == [texts]
-    assert decode_examples(generate_function, [example], preprocessor, 1, progress=False, reranker=reranker) == [
-        texts[2]]
-
-
 def test_a_preference_breaks_ties_on_errors_and_never_outweighs_an_error(reranker):
     """`MLEConfig.rerank_discriminator_weight`: ties go to the preferred candidate, not the first."""
     studied = "ENT_1 , born in ENT_2 , served as a ENT_3 .".split()

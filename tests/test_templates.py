@@ -61,33 +61,10 @@ def test_checked_text_keeps_a_faithful_text_and_replaces_a_flagged_one_with_the_
     assert [t["label"] for t in flagged["triples"]] == ["wrong", "wrong"]
     replaced = templates.checked_text(checker, facts, swapped, unfaithful="template")
     assert replaced["text"] == "The birth place of Alan Bean is Wheeler, Texas. The occupation of Alan Bean is Test pilot."
-    assert (replaced["faithful"], replaced["fallback"], replaced["model_text"]) == (True, "template", swapped)
+    assert (replaced["faithful"], replaced["fallback"], replaced["model_text"]) == (True, True, swapped)
     assert [t["label"] for t in replaced["triples"]] == ["correct", "correct"]
     # a text that leaves an input entity unnamed is not faithful either
     omitted = templates.checked_text(checker, facts, "Alan Bean was born in Wheeler, Texas.", unfaithful="template")
-    assert (omitted["fallback"], omitted["model_text"]) == ("template", "Alan Bean was born in Wheeler, Texas.")
+    assert omitted["fallback"] and omitted["model_text"] == "Alan Bean was born in Wheeler, Texas."
     with pytest.raises(ValueError, match="unfaithful='drop'"):
         templates.checked_text(checker, facts, good, unfaithful="drop")
-
-
-def test_checked_text_candidate_takes_the_first_beam_candidate_the_check_passes(checker):
-    facts = triples("Alan_Bean | birthPlace | Wheeler,_Texas ; Alan_Bean | occupation | Test_pilot")
-    swapped = "Alan Bean was born in Test pilot and served as a Wheeler, Texas."
-    omitted = "Alan Bean was born in Wheeler, Texas."
-    good = "Alan Bean was born in Wheeler, Texas and served as a Test pilot."
-    other = "Alan Bean served as a Test pilot and was born in Wheeler, Texas."
-    assert checker.judge(facts, other).is_faithful  # both phrasings pass: the order decides
-    record = templates.checked_text(checker, facts, swapped, unfaithful="candidate",
-                                    candidates=[swapped, omitted, other, good])
-    assert (record["text"], record["faithful"], record["fallback"], record["model_text"]) == (
-        other, True, "candidate", swapped)
-    assert [t["label"] for t in record["triples"]] == ["correct", "correct"]
-    # no candidate passes: the template, as with unfaithful="template"
-    record = templates.checked_text(checker, facts, swapped, unfaithful="candidate", candidates=[swapped, omitted])
-    assert (record["text"], record["fallback"], record["model_text"]) == (
-        templates.template_text(facts), "template", swapped)
-    # a text the check passes is kept, whatever the candidates
-    record = templates.checked_text(checker, facts, good, unfaithful="candidate", candidates=[good, other])
-    assert (record["text"], record["fallback"]) == (good, False) and "model_text" not in record
-    with pytest.raises(ValueError, match="needs the beam `candidates`"):
-        templates.checked_text(checker, facts, swapped, unfaithful="candidate")

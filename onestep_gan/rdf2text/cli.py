@@ -19,9 +19,7 @@ input triple, how the run's slot aligner reads it (`evaluation.check_text`), so 
 it flags. The check is a partial one: on WebNLG test outputs it finds about half of the false texts a
 careful reader finds, on inputs far from WebNLG far fewer (README, "Commands"). With `--unfaithful
 template`, a text the check flags is replaced by a plain template text of the input's triples
-(`templates.py`: "The birth place of Alan Bean is Wheeler, Texas."), stiff but stating the input's facts;
-with `--unfaithful candidate`, by the best-ranked other beam candidate the check passes, and by the
-template only where none does.
+(`templates.py`: "The birth place of Alan Bean is Wheeler, Texas."), stiff but stating the input's facts.
 """
 
 import argparse
@@ -212,13 +210,8 @@ def _generate(args):
     aligner = load_aligner(args.run_dir) if config.rerank and config.decode_method == "beam" else None
     wanted = [triples for triples in triple_sets if triples is not None]
     discriminator = load_discriminator(args.run_dir) if config.rerank_discriminator_weight > 0 else None
-    # as the run decoded dev and test; for --unfaithful candidate, every beam candidate, that text first
-    ranked = args.unfaithful == "candidate"
-    if ranked and config.decode_method != "beam":
-        raise ValueError(f"--unfaithful candidate needs beam search: the run decodes with {config.decode_method!r} "
-                         "(add --decode-method beam).")
-    decode = decoder_for(model, preprocessor, config, aligner, progress=False, discriminator=discriminator,
-                         ranked=ranked)
+    # as the run decoded dev and test
+    decode = decoder_for(model, preprocessor, config, aligner, progress=False, discriminator=discriminator)
     checker = None
     if args.format == "jsonl" or args.unfaithful != "keep":
         checker = load_checker(args.run_dir, config)
@@ -230,12 +223,11 @@ def _generate(args):
         if triples is None:
             print("null" if args.format == "jsonl" else "")
             continue
-        candidates = next(texts)
-        text = candidates[0] if ranked else candidates
+        text = next(texts)
         if checker is None:
             print(text)
             continue
-        record = templates.checked_text(checker, triples, text, args.unfaithful, candidates if ranked else None)
+        record = templates.checked_text(checker, triples, text, args.unfaithful)
         print(json.dumps(record, ensure_ascii=False) if args.format == "jsonl" else record["text"])
     return 0
 
@@ -361,9 +353,8 @@ def build_parser():
     )
     generate.add_argument(
         "--unfaithful", choices=UNFAITHFUL, default="keep",
-        help="a text the slot check does not call faithful (jsonl's faithful: false): keep it; print a plain "
-        "template text of the input's triples instead (\"The birth place of Alan Bean is Wheeler, Texas.\"); or "
-        "print the best-ranked beam candidate the check passes, and the template where none does (candidate)",
+        help="a text the slot check does not call faithful (jsonl's faithful: false): keep it, or print a "
+        "plain template text of the input's triples instead (\"The birth place of Alan Bean is Wheeler, Texas.\")",
     )
     _add_decoding_overrides(generate)
     generate.set_defaults(handler=_generate)

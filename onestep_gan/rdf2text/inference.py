@@ -221,8 +221,7 @@ def discriminator_preference(discriminator, weight):
 
 
 def decode_examples(
-    generate_function, examples, preprocessor, batch_size, progress=True, reranker=None, preference=None,
-    ranked=False,
+    generate_function, examples, preprocessor, batch_size, progress=True, reranker=None, preference=None
 ):
     """Decodes `EncodedExample`s with `generate_function`; returns texts in example order.
 
@@ -230,10 +229,6 @@ def decode_examples(
     (`make_generate_function(..., return_candidates=True)`), and each text is the candidate
     the reranker chooses; with a `preference` (`discriminator_preference`), ties on errors go
     to the candidate it prefers rather than to the more likely one.
-
-    With `ranked`, `generate_function` must return beam candidates, and each example gets a list
-    of texts: every candidate, in the reranker's order (`SlotErrorReranker.ranking`; without a
-    reranker, the beam's), the text returned without `ranked` first.
     """
     if preference is not None and reranker is None:
         raise ValueError("A `preference` breaks the reranker's ties: it needs a `reranker`.")
@@ -242,7 +237,7 @@ def decode_examples(
     progress_bar = keras.utils.Progbar(len(examples), unit_name="sentence") if progress else None
     for source_ids, indices in batches:
         outputs = generate_function(source_ids)
-        if reranker is None and not ranked:
+        if reranker is None:
             output_ids = keras.ops.convert_to_numpy(outputs)
             for row, index in enumerate(indices):
                 example = examples[index]
@@ -259,16 +254,11 @@ def decode_examples(
                     preprocessing.relexicalise_predicates(preprocessor.vocabulary.decode(ids), example.predicate_map)
                     for ids in candidate_ids[row]
                 ]
-                order = range(len(candidates))
-                if reranker is not None:
-                    order = reranker.ranking(
-                        example.triples, candidates, example.entity_map,
-                        preference=None if preferences is None else preferences[row],
-                    )
-                if ranked:
-                    texts[index] = [preprocessor.relexicalise(candidates[k], example.entity_map) for k in order]
-                else:
-                    texts[index] = preprocessor.relexicalise(candidates[order[0]], example.entity_map)
+                best = reranker.choose(
+                    example.triples, candidates, example.entity_map,
+                    preference=None if preferences is None else preferences[row],
+                )
+                texts[index] = preprocessor.relexicalise(candidates[best], example.entity_map)
         if progress_bar is not None:
             progress_bar.add(len(indices))
     return texts

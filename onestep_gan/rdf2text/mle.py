@@ -115,15 +115,11 @@ class LabelSmoothedSparseCrossEntropy(keras.losses.Loss):
         return config
 
 
-def decoder_for(model, preprocessor, config, aligner=None, progress=True, discriminator=None, ranked=False):
+def decoder_for(model, preprocessor, config, aligner=None, progress=True, discriminator=None):
     """`fn(examples) -> texts`: the decoding `config` asks for (method, beam, length penalty,
     placeholder constraints, and reranking of the beam candidates by slot errors when
     `config.rerank` and an aligner, its ties broken with the `discriminator` when
-    `config.rerank_discriminator_weight` > 0). With `ranked` (beam only), each example gets every
-    beam candidate's text in that order, the text it would get otherwise first
-    (`inference.decode_examples`)."""
-    if ranked and config.decode_method != "beam":
-        raise ValueError(f"Ranked candidates need beam search. Received: decode_method={config.decode_method!r}")
+    `config.rerank_discriminator_weight` > 0)."""
     reranker = preference = None
     if config.rerank and config.decode_method == "beam" and aligner is not None:
         reranker = SlotErrorReranker.from_config(aligner, config)
@@ -139,7 +135,7 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True, discri
         method=config.decode_method,
         beam_width=config.beam_width,
         length_penalty=config.length_penalty,
-        return_candidates=reranker is not None or ranked,
+        return_candidates=reranker is not None,
         placeholder_constraints=(
             inference.placeholder_constraints_for(preprocessor) if config.constrain_placeholders else None
         ),
@@ -148,7 +144,7 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True, discri
     def decode(examples):
         return inference.decode_examples(
             generate_function, examples, preprocessor, config.decode_batch_size, progress=progress,
-            reranker=reranker, preference=preference, ranked=ranked,
+            reranker=reranker, preference=preference,
         )
 
     return decode

@@ -117,11 +117,6 @@ class SlotErrorReranker:
         `unstated_as_errors`, unstated relations included; then, with `subjects="ties"`, the fewest
         relations of the wrong subject; then, with `stated_relations`, the fewest unstated relations). Ties go to the highest
         `preference` (one number per candidate), else to the more likely (the first)."""
-        return self.ranking(triples, candidates, entity_map, preference)[0]
-
-    def ranking(self, triples, candidates, entity_map, preference=None):
-        """The indices of all `candidates`, the one `choose` picks first, then in the same order
-        (fewest errors, then the tie-breakers of `choose`)."""
         if not candidates:
             raise ValueError("Expected at least one candidate. Received: none.")
         if preference is not None and len(preference) != len(candidates):
@@ -130,5 +125,5 @@ class SlotErrorReranker:
             )
         ranks = [self._rank(triples, tokens, entity_map) for tokens in candidates]
         if preference is None:
-            return sorted(range(len(candidates)), key=lambda index: (ranks[index], index))
-        return sorted(range(len(candidates)), key=lambda index: (ranks[index], -preference[index], index))
+            return min(range(len(candidates)), key=lambda index: (ranks[index], index))
+        return min(range(len(candidates)), key=lambda index: (ranks[index], -preference[index], index))

@@ -3,9 +3,9 @@
 `template_text(triples)` writes "The birth place of Alan Bean is Wheeler, Texas. The occupation of
 Alan Bean is Test pilot." for `Alan_Bean birthPlace Wheeler,_Texas ; Alan_Bean occupation
 Test_pilot`. The texts are stiff, but they state what the input states, and so they are the fallback
-of `onestep-gan generate --unfaithful template|candidate`: a caller who would rather print a stiff
-true text than a fluent false one gets the template wherever the slot check (`evaluation.check_text`)
-flags the model's text (with `candidate`, wherever it flags every beam candidate too). They are also a floor for the tables: what writing the facts out, and nothing
+of `onestep-gan generate --unfaithful template`: a caller who would rather print a stiff true text
+than a fluent false one gets the template wherever the slot check (`evaluation.check_text`) flags
+the model's text. They are also a floor for the tables: what writing the facts out, and nothing
 else, scores.
 
 A relation is written in one of four shapes, chosen by its words (`preprocessing.split_predicate`):
@@ -24,9 +24,8 @@ from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 
 _VERB_FIRST = frozenset("is are was were has have had".split())
 _PREPOSITIONS = frozenset("by in of to as for on at with from into".split())
-# What `generate --unfaithful` does with a text the slot check flags: print it, print the template,
-# or print the best beam candidate the check passes and the template only where none does.
-UNFAITHFUL = ("keep", "template", "candidate")
+# What `generate --unfaithful` does with a text the slot check flags: print it, or the template.
+UNFAITHFUL = ("keep", "template")
 
 
 def relation_shape(predicate):
@@ -81,26 +80,14 @@ def template_text(triples):
     return TextPreprocessor.relexicalise(tokens, example.entity_map, example.predicate_map)
 
 
-def checked_text(checker, triples, text, unfaithful="keep", candidates=None):
+def checked_text(checker, triples, text, unfaithful="keep"):
     """`evaluation.check_text(checker, triples, text)`, the record `generate --format jsonl` prints,
-    with `fallback` added (False where the record is the model's text).
-
-    A text the check does not call faithful is, with `unfaithful="template"`, replaced by
-    `template_text(triples)`; with `unfaithful="candidate"`, by the first of `candidates` (the
-    other beam candidates, best first: `mle.decoder_for(..., ranked=True)`) that the check calls
-    faithful, and by the template where none is. The record is then the replacement's, with
-    `fallback` "candidate" or "template" and the model's text as `model_text`."""
+    with `fallback` added. With `unfaithful="template"`, a text the check does not call faithful
+    is replaced by `template_text(triples)`: the record is then the template's, with `fallback`
+    True and the model's text as `model_text`."""
     if unfaithful not in UNFAITHFUL:
         raise ValueError(f"unfaithful={unfaithful!r}: expected one of {', '.join(UNFAITHFUL)}.")
-    if unfaithful == "candidate" and candidates is None:
-        raise ValueError('unfaithful="candidate" needs the beam `candidates`. Received: candidates=None')
     record = evaluation.check_text(checker, triples, text)
     if record["faithful"] or unfaithful == "keep":
         return {**record, "fallback": False}
-    for candidate in candidates if unfaithful == "candidate" else ():
-        if candidate != text:
-            checked = evaluation.check_text(checker, triples, candidate)
-            if checked["faithful"]:
-                return {**checked, "fallback": "candidate", "model_text": text}
-    return {**evaluation.check_text(checker, triples, template_text(triples)), "fallback": "template",
-            "model_text": text}
+    return {**evaluation.check_text(checker, triples, template_text(triples)), "fallback": True, "model_text": text}
