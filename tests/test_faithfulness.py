@@ -304,16 +304,21 @@ def test_inversions_read_the_p_of_subject_is_object_the_right_way_round(aligner)
     born = (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),)
     engine = (Triple("Alvis_Speed_25", "engine", "Straight-six_engine"),)  # no mined cues
     spouse = (Triple("Albert_B._White", "spouse", "Agnes_Ward_White"),)  # holds both ways
+    served = (Triple("Abilene_Regional_Airport", "cityServed", "Abilene,_Texas"),)  # a noun and its participle
     cases = [(born, "The birth place of Alan Bean is Wheeler, Texas."),
              (born, "The birth place of Alan Bean was the Wheeler, Texas."),
              (engine, "The engine of Alvis Speed 25 is Straight-six engine."),
-             (spouse, "The spouse of Albert B. White is Agnes Ward White.")]
-    assert [strict.judge(triples, text).labels for triples, text in cases] == [("wrong",)] * 4
+             (spouse, "The spouse of Albert B. White is Agnes Ward White."),
+             (served, "The city served by Abilene Regional Airport is Abilene, Texas.")]
+    assert [strict.judge(triples, text).labels for triples, text in cases] == [("wrong",)] * 5
     assert all(strict.judge(triples, text).triples[0].swapped for triples, text in cases)
-    assert [reading.judge(triples, text).labels for triples, text in cases] == [("correct",)] * 4
+    assert [reading.judge(triples, text).labels for triples, text in cases] == [("correct",)] * 5
     # the predicate's words must be the triple's own, and the subject the triple's subject
     assert reading.judge(born, "The death place of Alan Bean is Wheeler, Texas.").labels == ("wrong",)
     assert reading.judge(born, "The birth place of Wheeler, Texas is Alan Bean.").labels == ("wrong",)
+    assert reading.judge(served, "The city served by Abilene, Texas is Abilene Regional Airport.").labels == ("wrong",)
+    # "by" follows a participle only: "the birth place by X" is no such phrase
+    assert reading.judge(born, "The birth place by Alan Bean is Wheeler, Texas.").labels == ("wrong",)
 
 
 def test_subjects_call_a_relation_stated_of_another_input_entity_wrong(aligner):

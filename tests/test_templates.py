@@ -19,13 +19,29 @@ def triples(line):
      "The birth date of Abradab is 12 November 1978. The area of Lake Titicaca is 8372.0 square kilometres."),
     # a verb phrase, a participle with a preposition, a participle alone
     ("Buzz_Aldrin | was selected by NASA | 1963 ; Canberra | isPartOf | Australian_Capital_Territory",
-     "Buzz Aldrin was selected by NASA 1963. Canberra is part of Australian Capital Territory."),
+     "Buzz Aldrin was selected by NASA in 1963. Canberra is part of Australian Capital Territory."),
     ("Bananaman | broadcastedBy | BBC ; University_of_Oxford | established | 1096",
      "Bananaman is broadcasted by BBC. University of Oxford was established in 1096."),
     # objects of one subject under one relation in one sentence; a merged predicate reads as its first name
     ("Lake_Titicaca | country | Peru ; Lake_Titicaca | country | Bolivia ; Lake_Titicaca | country | Chile ; "
      "Abradab | associatedBand/associatedMusicalArtist | Magik_(rapper)",
      "The country of Lake Titicaca is Peru, Bolivia and Chile. The associated band of Abradab is Magik."),
+    # a date takes "on", a year "in"; a participle alone with a value that is no date reads "S is P O"
+    ("107_Camilla | discovered | 2001-03-01 ; Buzz_Aldrin | was awarded | 1969",
+     "107 Camilla was discovered on 1 March 2001. Buzz Aldrin was awarded in 1969."),
+    ("Bakewell_pudding | served | Warm_or_cold ; English_language | spokenIn | Great_Britain",
+     "Bakewell pudding is served Warm or cold. English is spoken in Great Britain."),
+    # a plural noun: "one of" for one value, "are" for several, a number or a list ("number of ..." is singular)
+    ("Alan_Shepard | awards | Distinguished_Service_Medal ; Ajax | numberOfMembers | 53502",
+     "One of the awards of Alan Shepard is Distinguished Service Medal. The number of members of Ajax is 53502."),
+    ("Aaron_S._Daggett | battles | Battle_of_Salem_Church ; Aaron_S._Daggett | battles | Battle_of_Fredericksburg ; "
+     "ALV_X-1 | rocketStages | 2 ; Batchoy | mainIngredients | \"noodles, pork organs, vegetables\"",
+     "The battles of Aaron S. Daggett are Battle of Salem Church and Battle of Fredericksburg. The rocket stages "
+     "of ALV X-1 are 2. The main ingredients of Batchoy are noodles, pork organs, vegetables."),
+    ("Abilene_Regional_Airport | cityServed | Abilene,_Texas ; A-Rosa_Luna | shipOrdered | 2004-01-22 ; "
+     "Alhambra | topSpeed | 18.52",
+     "The city served by Abilene Regional Airport is Abilene, Texas. The ship ordered of A-Rosa Luna is "
+     "22 January 2004. The top speed of Alhambra is 18.52."),
     # the same object twice under one relation is written once
     ("Ajoblanco | ingredient | Garlic ; Ajoblanco | ingredient | Garlic",
      "The ingredient of Ajoblanco is Garlic."),

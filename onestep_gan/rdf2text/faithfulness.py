@@ -661,16 +661,24 @@ def _noun_words(predicate):
     return None if not words or words[0] in _VERB_FIRST or key in _SYMMETRIC else words
 
 
+def _relation_preposition(words):
+    """The word between a relation named by a noun and its holder: "of" ("the birth place of X"),
+    "by" after a noun and its participle ("the city served by X")."""
+    last = words[-1]
+    return "by" if len(words) > 1 and last.endswith("ed") and not last.endswith("eed") else "of"
+
+
 def _inverted_mention(tokens, position, subject, predicate):
     """Whether the object at `tokens[position]` sits in "SUBJECT is the P of OBJECT" or "the P
-    of OBJECT is SUBJECT" (P the predicate's own words), which state P(object) = subject."""
+    of OBJECT is SUBJECT" (P the predicate's own words; "by" after a participle, "the city served
+    by OBJECT"), which state P(object) = subject."""
     words = _noun_words(predicate)
     if words is None:
         return False
     before = position - 1
     if before >= 0 and tokens[before].lower() in _ARTICLES:
         before -= 1
-    if before < 0 or tokens[before].lower() != "of":
+    if before < 0 or tokens[before].lower() != _relation_preposition(words):
         return False
     start = before - len(words)
     if start < 0 or tuple(_lemma(token) for token in tokens[start:before]) != words:
@@ -695,7 +703,7 @@ def _of_phrase_mention(tokens, position, subject, predicate):
     """Whether the object at `tokens[position]` sits in "[the] P of SUBJECT is/was [the] OBJECT"
     (P the predicate's own words, named by a noun), which states P(subject) = object: the right
     way round (the mirror of `_inverted_mention`'s second form; a relation that holds both ways
-    too)."""
+    too). A noun and its participle take "by": "the city served by SUBJECT is OBJECT"."""
     words = tuple(_lemma(word) for word in predicate_key(predicate).split())
     if not words or words[0] in _VERB_FIRST:
         return False
@@ -707,7 +715,7 @@ def _of_phrase_mention(tokens, position, subject, predicate):
         return False
     of = before - 2
     start = of - len(words)
-    return (tokens[of].lower() == "of" and start >= 0
+    return (tokens[of].lower() == _relation_preposition(words) and start >= 0
             and tuple(_lemma(token) for token in tokens[start:of]) == words)
 
 

@@ -10,20 +10,31 @@ else, scores.
 
 A relation is written in one of four shapes, chosen by its words (`preprocessing.split_predicate`):
 - a verb phrase ("is part of", "has to its north", "was selected by NASA", "served as Chief of the
-  Astronaut Office in"): "S P O";
-- a participle and its preposition ("broadcasted by", "dedicated to"): "S is P O";
-- a participle alone ("established", whose values are dates and years): "S was P in O";
-- anything else, read as a noun ("birth place", "leader", "spouse"): "The P of S is O".
+  Astronaut Office in"): "S P O", with "in" before a year and "on" before a date where the phrase
+  does not end in a preposition ("was selected by NASA in 1963");
+- a participle and its preposition ("broadcasted by", "dedicated to", "spoken in"): "S is P O";
+- a participle alone ("established", whose values are dates and years): "S was P in O" ("on" before
+  a date), "S is P O" before a value that is neither ("is served Warm or cold");
+- anything else, read as a noun ("birth place", "leader", "spouse"): "The P of S is O"; after a plural,
+  "One of the P of S is O" for one value ("One of the awards of S is O"), else "are" ("The battles of S
+  are O1 and O2", "The rocket stages of S are 2"; "The number of members of S is O" is singular); "by"
+  after a noun and its participle ("The city served by S is O"; not before a date: "The ship ordered of
+  S is O").
 Objects of one subject under one relation are listed in one sentence ("The ingredient of Pizza
 Margherita is Mozzarella and Tomato"). Values are written as the model's outputs write them
 (`TextPreprocessor.relexicalise`: dates written out, units out of parentheses, "a"/"an" fitted).
 """
+
+import re
 
 from onestep_gan.rdf2text import evaluation, preprocessing
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 
 _VERB_FIRST = frozenset("is are was were has have had".split())
 _PREPOSITIONS = frozenset("by in of to as for on at with from into".split())
+_SINGULAR_S = frozenset({"series", "headquarters", "species", "news"})
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_YEAR = re.compile(r"^\d{4}$")
 # What `generate --unfaithful` does with a text the slot check flags: print it, or the template.
 UNFAITHFUL = ("keep", "template")
 
@@ -35,10 +46,40 @@ def relation_shape(predicate):
     if not words or words[0] in _VERB_FIRST:
         return "verb"
     if len(words) > 1 and words[-1] in _PREPOSITIONS:
-        return "participle" if len(words) == 2 and words[0].endswith("ed") else "verb"
+        return "participle" if len(words) == 2 and _is_participle(words[0]) else "verb"
     if len(words) == 1 and words[0].endswith("ed"):
         return "dated"
     return "noun"
+
+
+def _is_participle(word):
+    """"dedicated", "spoken", "served"; not "speed", "need"."""
+    return (word.endswith("ed") and not word.endswith("eed")) or word.endswith(("en", "wn"))
+
+
+def _time_preposition(value):
+    """"on" before a date (ISO `1969-07-20`), "in" before a year, None before anything else."""
+    value = value.strip('"')
+    if _ISO_DATE.match(value):
+        return "on"
+    return "in" if _YEAR.match(value) else None
+
+
+def _noun_relation(words):
+    """For a predicate named by a noun: (the verb, "is" or "are", by the noun before any "of"/"in"/"to":
+    "awards" are, "number of members" is; the preposition before the subject: "by" after a
+    participle, "city served by", else "of")."""
+    head = words
+    for index, word in enumerate(words):
+        if index and word in ("of", "in", "to"):
+            head = words[:index]
+            break
+    preposition = "of"
+    if len(head) > 1 and _is_participle(head[-1]) and head[-1].endswith("ed"):
+        head, preposition = head[:-1], "by"
+    last = head[-1]
+    plural = (last.endswith("s") and not last.endswith(("ss", "us", "is")) and last not in _SINGULAR_S)
+    return ("are" if plural else "is"), preposition
 
 
 def template_tokens(triples):
@@ -63,14 +104,27 @@ def template_tokens(triples):
                 listed.append("and" if index == len(objects) - 1 else ",")
             listed.append(entity[preprocessing.normalise_entity(value)])
         shape = relation_shape(relation)
+        words = preprocessing.split_predicate(relation).lower().split()
+        # "in 1963", "on 1 March 2001": a time after a verb takes its preposition
+        times = {_time_preposition(value) for value in objects}
+        time = times.pop() if len(times) == 1 else None
         if shape == "verb":
-            tokens += [subject_token, predicate_token, *listed, "."]
-        elif shape == "participle":
+            at = [time] if time and words[-1] not in _PREPOSITIONS else []
+            tokens += [subject_token, predicate_token, *at, *listed, "."]
+        elif shape == "participle" or (shape == "dated" and time is None):
             tokens += [subject_token, "is", predicate_token, *listed, "."]
         elif shape == "dated":
-            tokens += [subject_token, "was", predicate_token, "in", *listed, "."]
+            tokens += [subject_token, "was", predicate_token, time, *listed, "."]
         else:
-            tokens += ["The", predicate_token, "of", subject_token, "is", *listed, "."]
+            verb, preposition = _noun_relation(words)
+            if preposition == "by" and time:  # "The ship ordered of A-Rosa Luna": a date, not a doer
+                preposition = "of"
+            value = objects[0].strip('"')
+            if verb == "are" and len(objects) == 1 and not value[:1].isdigit() and "," not in value:
+                # one of several: "One of the awards of Alan Shepard is Distinguished Service Medal"
+                tokens += ["One", "of", "the", predicate_token, preposition, subject_token, "is", *listed, "."]
+            else:
+                tokens += ["The", predicate_token, preposition, subject_token, verb, *listed, "."]
     return tokens, example
 
 
