@@ -661,11 +661,11 @@ def _noun_words(predicate):
     return None if not words or words[0] in _VERB_FIRST or key in _SYMMETRIC else words
 
 
-def _relation_preposition(words):
-    """The word between a relation named by a noun and its holder: "of" ("the birth place of X"),
-    "by" after a noun and its participle ("the city served by X")."""
+def _relation_prepositions(words):
+    """The words between a relation named by a noun and its holder: "of" ("the birth place of X"),
+    and "by" after a noun and its participle ("the city served by X")."""
     last = words[-1]
-    return "by" if len(words) > 1 and last.endswith("ed") and not last.endswith("eed") else "of"
+    return ("of", "by") if len(words) > 1 and last.endswith("ed") and not last.endswith("eed") else ("of",)
 
 
 def _inverted_mention(tokens, position, subject, predicate):
@@ -678,7 +678,7 @@ def _inverted_mention(tokens, position, subject, predicate):
     before = position - 1
     if before >= 0 and tokens[before].lower() in _ARTICLES:
         before -= 1
-    if before < 0 or tokens[before].lower() != _relation_preposition(words):
+    if before < 0 or tokens[before].lower() not in _relation_prepositions(words):
         return False
     start = before - len(words)
     if start < 0 or tuple(_lemma(token) for token in tokens[start:before]) != words:
@@ -715,7 +715,7 @@ def _of_phrase_mention(tokens, position, subject, predicate):
         return False
     of = before - 2
     start = of - len(words)
-    return (tokens[of].lower() == _relation_preposition(words) and start >= 0
+    return (tokens[of].lower() in _relation_prepositions(words) and start >= 0
             and tuple(_lemma(token) for token in tokens[start:of]) == words)
 
 
