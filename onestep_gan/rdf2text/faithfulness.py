@@ -661,9 +661,10 @@ def _noun_words(predicate):
     return None if not words or words[0] in _VERB_FIRST or key in _SYMMETRIC else words
 
 
-def _relation_prepositions(words):
-    """The words between a relation named by a noun and its holder: "of" ("the birth place of X"),
-    and "by" after a noun and its participle ("the city served by X")."""
+def relation_prepositions(words):
+    """The words between a relation named by a noun (`words`, lowercased) and its holder that the
+    check reads: "of" ("the birth place of X"), and "by" after a noun and its participle ("the city
+    served by X"). `templates.py` writes its "The P of S is O" texts with these."""
     last = words[-1]
     return ("of", "by") if len(words) > 1 and last.endswith("ed") and not last.endswith("eed") else ("of",)
 
@@ -678,7 +679,7 @@ def _inverted_mention(tokens, position, subject, predicate):
     before = position - 1
     if before >= 0 and tokens[before].lower() in _ARTICLES:
         before -= 1
-    if before < 0 or tokens[before].lower() not in _relation_prepositions(words):
+    if before < 0 or tokens[before].lower() not in relation_prepositions(words):
         return False
     start = before - len(words)
     if start < 0 or tuple(_lemma(token) for token in tokens[start:before]) != words:
@@ -715,7 +716,7 @@ def _of_phrase_mention(tokens, position, subject, predicate):
         return False
     of = before - 2
     start = of - len(words)
-    return (tokens[of].lower() in _relation_prepositions(words) and start >= 0
+    return (tokens[of].lower() in relation_prepositions(words) and start >= 0
             and tuple(_lemma(token) for token in tokens[start:of]) == words)
 
 

@@ -27,7 +27,7 @@ Margherita is Mozzarella and Tomato"). Values are written as the model's outputs
 
 import re
 
-from onestep_gan.rdf2text import evaluation, preprocessing
+from onestep_gan.rdf2text import evaluation, faithfulness, preprocessing
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 
 _VERB_FIRST = frozenset("is are was were has have had".split())
@@ -75,7 +75,7 @@ def _noun_relation(words):
             head = words[:index]
             break
     preposition = "of"
-    if len(head) > 1 and _is_participle(head[-1]) and head[-1].endswith("ed"):
+    if "by" in faithfulness.relation_prepositions(head):  # the check reads "the city served by S" too
         head, preposition = head[:-1], "by"
     last = head[-1]
     plural = (last.endswith("s") and not last.endswith(("ss", "us", "is")) and last not in _SINGULAR_S)
