@@ -33,7 +33,6 @@ from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 _VERB_FIRST = frozenset("is are was were has have had".split())
 _PREPOSITIONS = frozenset("by in of to as for on at with from into".split())
 _SINGULAR_S = frozenset({"series", "headquarters", "species", "news"})
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _YEAR = re.compile(r"^\d{4}$")
 # What `generate --unfaithful` does with a text the slot check flags: print it, or the template.
 UNFAITHFUL = ("keep", "template")
@@ -60,7 +59,7 @@ def _is_participle(word):
 def _time_preposition(value):
     """"on" before a date (ISO `1969-07-20`), "in" before a year, None before anything else."""
     value = value.strip('"')
-    if _ISO_DATE.match(value):
+    if preprocessing._ISO_DATE_PATTERN.match(value):  # the dates the relexicaliser writes out
         return "on"
     return "in" if _YEAR.match(value) else None
 
