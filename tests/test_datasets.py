@@ -246,6 +246,48 @@ def test_triple_orders_reject_bad_settings():
         )
 
 
+def _epoch_rows(examples, renumbered_ids, initial_epoch=0, epochs=4, seed=5):
+    dataset = datasets.make_training_dataset(
+        examples, batch_size=len(examples), seed=seed, bucket_boundaries=(100,), **SPECIAL_IDS,
+        epochs=epochs, initial_epoch=initial_epoch, renumbered_ids=renumbered_ids,
+    )
+    # One batch per epoch; (source, target, labels) rows sorted by the source's first id, which
+    # names the example.
+    return [sorted(_unpadded_rows(inputs, labels)) for inputs, labels in dataset]
+
+
+def test_renumbered_placeholders_go_through_one_permutation_per_example_and_epoch():
+    # Ids 20-27 stand for ENT_1..ENT_8. Example i: source (100 + i, <S> 20 <O> 21, 9), text
+    # "20 said 21 21 30": the first id names the example, 9 and 30 are words, never renumbered.
+    placeholders = tuple(range(20, 28))
+    examples = [EncodedExample(f"e{i}", (100 + i, 20, 21, 9), (20, 30, 21, 21), {}) for i in range(40)]
+    epochs = _epoch_rows(examples, placeholders)
+    numbers = []
+    for rows in epochs:
+        assert [source[0] for source, _, _ in rows] == list(range(100, 140))  # each example once
+        for source, target, labels in rows:
+            first, second = source[1], source[2]
+            assert first != second and {first, second} <= set(placeholders) and source[3] == 9
+            # The text goes through the source's permutation: the same two ids in the same roles.
+            assert labels == (first, 30, second, second, EOS) and target == (BOS, first, 30, second, second)
+            numbers.append((first, second))
+    assert len(set(numbers)) > 20  # 160 draws of 56 possible pairs
+    assert epochs[0] != epochs[1]  # drawn anew each epoch
+    # Stateless: a run resumed at epoch 2 draws epoch 2's numbers; another seed draws others.
+    assert _epoch_rows(examples, placeholders, initial_epoch=2) == epochs[2:]
+    assert _epoch_rows(examples, placeholders, seed=6) != epochs
+    # Without ids to renumber, every epoch shows the examples as they are.
+    assert {rows[0][0][1:3] for rows in _epoch_rows(examples, ())} == {(20, 21)}
+
+
+def test_renumbered_ids_reject_bad_settings():
+    examples = [EncodedExample("e0", (4, 5), (6,), {})]
+    with pytest.raises(ValueError, match="need `epochs`. Received: epochs=None"):
+        datasets.make_training_dataset(examples, 2, renumbered_ids=(4, 5), **SPECIAL_IDS)
+    with pytest.raises(ValueError, match=r"distinct non-negative ids to renumber. Received: renumbered_ids=\[4, 4\]"):
+        datasets.make_training_dataset(examples, 2, epochs=1, renumbered_ids=(4, 4), **SPECIAL_IDS)
+
+
 def _unpadded_rows(inputs, labels):
     """Each row of a batch with its PAD tail cut off: (source, target, labels) tuples."""
     def cut(row):

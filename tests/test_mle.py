@@ -163,6 +163,9 @@ def test_config_round_trip_and_validation(tmp_path):
     with pytest.raises(ValueError, match="not combined. Received: triple_orders=2, predicate_word_dropout=0.1"):
         MLEConfig(triple_orders=2, predicate_word_dropout=0.1)
     assert MLEConfig.from_dict({"seed": 1}).triple_orders == 1  # a run saved before the field
+    with pytest.raises(ValueError, match="permute_placeholders=True, epoch_seeded_shuffle=False"):
+        MLEConfig(permute_placeholders=True, epoch_seeded_shuffle=False)
+    assert MLEConfig.from_dict({"seed": 1}).permute_placeholders is False
     with pytest.raises(ValueError, match=r"`jit_compile` must be one of \['auto', 'off', 'on'\]. Received: jit_compile=True"):
         MLEConfig(jit_compile=True)
     assert [MLEConfig(jit_compile=value).keras_jit_compile for value in ("auto", "on", "off")] == ["auto", True, False]
@@ -363,6 +366,43 @@ def test_the_training_batches_carry_the_predicate_word_dropout():
         (original,) = [ids for ids, flags in masks.items() if len(ids) == len(row) and all(
             new == old or (flag and new == unk) for new, old, flag in zip(row, ids, flags))]
         assert original
+
+
+def test_the_training_batches_renumber_entity_placeholders_only():
+    """`mle.training_dataset` with `permute_placeholders`: each training pair is an encoded pair
+    with its entity placeholders renamed by one permutation (source and text alike); predicate
+    placeholders and words keep their ids."""
+    from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+
+    entries = [entry for entry in runs.load_split("train", FIXTURE_2017) if entry.texts]
+    preprocessor = TextPreprocessor.build(entries, 64, 64, predicate_placeholders=True)
+    examples = preprocessor.encode_entries(entries, for_training=True)
+    entity_ids = set(preprocessor.placeholder_ids)
+    config = tiny_config(permute_placeholders=True, epochs=3, batch_size=len(examples), seed=1234)
+    pad = preprocessor.pad_id
+    drawn = [
+        (tuple(t for t in source if t != pad), tuple(t for t in text if t != pad)[:-1])  # less EOS
+        for inputs, labels in mle.training_dataset(config, preprocessor, examples)
+        for source, text in zip(np.asarray(inputs["source"]).tolist(), np.asarray(labels).tolist())
+    ]
+    assert len(drawn) == 3 * len(examples)
+    renamed = 0
+    for source, text in drawn:
+        matches = []
+        for example in examples:
+            if len(example.source_ids) != len(source) or len(example.target_ids) != len(text):
+                continue
+            mapping, ok = {}, True
+            for old, new in zip(example.source_ids + example.target_ids, source + text):
+                if old in entity_ids:
+                    ok = ok and new in entity_ids and mapping.setdefault(old, new) == new
+                else:
+                    ok = ok and new == old
+            if ok and len(set(mapping.values())) == len(mapping):
+                matches.append(mapping)
+        assert matches, "a training pair that is no renumbered encoded pair"
+        renamed += any(old != new for old, new in matches[0].items())
+    assert renamed > len(drawn) // 2  # most pairs get other numbers than their own
 
 
 def test_the_training_batches_carry_each_text_in_one_of_its_triple_orders():

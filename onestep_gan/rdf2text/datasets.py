@@ -30,8 +30,10 @@ DEFAULT_BUCKET_BOUNDARIES = (16, 24, 32, 48)
 # Decoding pads source lengths up to a multiple of this, so a compiled decoder sees a
 # handful of shapes rather than one per length.
 SOURCE_LENGTH_MULTIPLE = 16
-# Offset of the second seed key of `make_training_dataset`'s draw of triple orders.
+# Offsets of the second seed keys of `make_training_dataset`'s draws of triple orders and of
+# placeholder numbers.
 _ORDER_KEY = 2**40
+_NUMBERING_KEY = 2**41
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +74,7 @@ def make_training_dataset(
     initial_epoch=0,
     word_dropout=None,
     orders=(),
+    renumbered_ids=(),
     fixed_shapes=False,
 ):
     """`tf.data.Dataset` of `({"source": (b, s), "target": (b, t)}, labels (b, t))` int32.
@@ -96,6 +99,14 @@ def make_training_dataset(
     `i` comes as it is in `examples` or as in one of the `orders`, each with equal chance, drawn by
     `(seed, e, i)`: source and text always from the same list, and a resumed run draws what the
     uninterrupted one drew.
+
+    `renumbered_ids` (needs `epochs`): token ids whose numbering is drawn anew per example and
+    epoch, normally the entity placeholders (`TextPreprocessor.placeholder_ids`). In epoch `e`,
+    example `i`'s source and text both go through one permutation of these ids, drawn by
+    `(seed, e, i)`: "ENT_1 was born in ENT_2" with source "<S> ENT_1 ... <O> ENT_2" may come as
+    "ENT_7 was born in ENT_3" with source "<S> ENT_7 ... <O> ENT_3". Placeholders are numbered by
+    first appearance in the source, so without it a model can tell which placeholder to write
+    by its number alone; with it, only by reading the source.
 
     `fixed_shapes`: each batch padded further, to the longest source and the longest text of
     any example of its bucket (`orders` included), so the batches take at most two shapes per
@@ -138,6 +149,16 @@ def make_training_dataset(
                     f"a text. Received: order {number} holds {len(order)} examples (training: {len(examples)}), "
                     f"{'aligned' if aligned else 'not aligned'}, {without_text} without text."
                 )
+    renumbered_ids = [int(token_id) for token_id in renumbered_ids]
+    if renumbered_ids:
+        if epochs is None:
+            raise ValueError(
+                "Placeholder numbers are drawn per epoch: they need `epochs`. Received: epochs=None"
+            )
+        if len(set(renumbered_ids)) != len(renumbered_ids) or min(renumbered_ids) < 0:
+            raise ValueError(
+                f"Expected distinct non-negative ids to renumber. Received: renumbered_ids={renumbered_ids}"
+            )
     everything = [*examples, *(example for order in orders for example in order)]
     boundaries = sorted(int(boundary) for boundary in bucket_boundaries)
     sources = tf.ragged.constant([list(example.source_ids) for example in everything], dtype=tf.int32)
@@ -192,6 +213,14 @@ def make_training_dataset(
             dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
         return batches(dataset).prefetch(tf.data.AUTOTUNE)
 
+    if renumbered_ids:
+        # id -> id, the identity but for the renumbered ids (a permutation of them per example).
+        largest_id = max(
+            [*renumbered_ids, *(max(example.source_ids + example.target_ids, default=0) for example in everything)]
+        )
+        identity = tf.range(largest_id + 1, dtype=tf.int32)
+        renumbered = tf.constant(renumbered_ids, tf.int32)
+
     if word_dropout is not None:
         maskable = tf.ragged.constant([[bool(flag) for flag in flags] for flags in word_dropout.maskable],
                                       dtype=tf.bool)
@@ -214,7 +243,15 @@ def make_training_dataset(
             draws = tf.random.stateless_uniform(tf.shape(source), seed=draw_seed)
             dropped = tf.logical_and(maskable[index], draws < float(word_dropout.rate))
             source = tf.where(dropped, tf.constant(int(word_dropout.unk_id), tf.int32), source)
-        return source, texts[row]
+        text = texts[row]
+        if renumbered_ids:
+            # Seeded by (seed, epoch, index), with second keys above any triple order's key.
+            draw_seed = tf.stack([tf.constant(int(seed), tf.int64), _NUMBERING_KEY + epoch * len(examples) + index])
+            lookup = tf.tensor_scatter_nd_update(
+                identity, renumbered[:, None], tf.random.experimental.stateless_shuffle(renumbered, seed=draw_seed)
+            )
+            source, text = tf.gather(lookup, source), tf.gather(lookup, text)
+        return source, text
 
     def one_epoch(epoch):
         order = tf.range(len(examples), dtype=tf.int64)

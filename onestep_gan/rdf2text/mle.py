@@ -390,7 +390,8 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0, trai
     With `config.epoch_seeded_shuffle`, epoch `e` is shuffled by `(seed, e)` (a run resumed at epoch
     `e` sees the same batches; fit it with `steps_per_epoch`), with `config.predicate_word_dropout`
     or the order of each text's triples (`config.triple_orders`; from `train_entries`, the entries
-    `train_examples` were encoded from) drawn per epoch too. Without it (how the README's older runs
+    `train_examples` were encoded from) or the placeholders' numbers (`config.permute_placeholders`)
+    drawn per epoch too. Without it (how the README's older runs
     were trained), one seeded shuffle stream over the epochs: a resumed run's later epochs see
     another order than the uninterrupted run's.
     """
@@ -421,7 +422,7 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0, trai
         train_examples, config.batch_size, shuffle=True, seed=config.seed,
         bucket_boundaries=config.bucket_boundaries, **preprocessor.special_ids,
         epochs=config.epochs, initial_epoch=initial_epoch, word_dropout=word_dropout, orders=orders,
-        fixed_shapes=fixed_shapes,
+        renumbered_ids=preprocessor.placeholder_ids if config.permute_placeholders else (), fixed_shapes=fixed_shapes,
     )
 
 
