@@ -14,12 +14,13 @@ birth place and ENT_2 as the occupation. A model that has learned that the first
 numbered ENT_2 (placeholders are numbered by first appearance in the source) finds it as likely as
 before: it places values by their numbers.
 
-For every placeholder token of every (dev entry, reference) pair and every other entity of that input,
+For every placeholder token of every (entry, reference) pair and every other entity of that input,
 the probe swaps the two in the source and measures the drop in the token's log-probability (nats;
-the reference is teacher-forced, the rest of the text unchanged). It prints, per subset (all; seen and
-unseen for a run trained with `--holdout-categories`): the placeholder tokens probed, the mean drop, and
-the share of drops above ln 2 (the probability at least halved) and below 0.1 nats (almost unchanged).
-References are delexicalised by string matching alone (no gold mentions), as for decoding. Nothing is
+the reference is teacher-forced, the rest of the text unchanged). It prints, per subset (all; seen
+and unseen on test, and on dev for a run trained with `--holdout-categories`): the placeholder tokens
+probed, the mean drop, and the share of drops above ln 2 (the probability at least halved) and below
+0.1 nats (almost unchanged). A swap of two values of one relation ("plays for A and B") may rightly
+change nothing. References are delexicalised by string matching alone (no gold mentions). Nothing is
 written to the run.
 """
 
@@ -131,7 +132,7 @@ def main(argv=None):
     seen = {entry.entry_id: entry.seen for entry in entries}
     drops = source_swap_drops(model, preprocessor, examples)
     subsets = {"all": [True] * len(examples)}
-    if config.holdout_categories:
+    if any(seen[example.entry_id] is False for example in examples):  # test, or a run with held-out categories
         subsets["seen"] = [seen[example.entry_id] is not False for example in examples]
         subsets["unseen"] = [seen[example.entry_id] is False for example in examples]
     print(f"{args.run_dir} ({args.split}, {len(examples)} entry-reference pairs)")
