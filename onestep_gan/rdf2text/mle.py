@@ -391,9 +391,9 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0, trai
     `e` sees the same batches; fit it with `steps_per_epoch`), with `config.predicate_word_dropout`
     or the order of each text's triples (`config.triple_orders`; from `train_entries`, the entries
     `train_examples` were encoded from) or the placeholders' numbers (`config.permute_placeholders`)
-    drawn per epoch too. Without it (how the README's older runs
-    were trained), one seeded shuffle stream over the epochs: a resumed run's later epochs see
-    another order than the uninterrupted run's.
+    drawn per epoch too. Without it (how the README's older runs were trained), one seeded shuffle
+    stream over the epochs: a resumed run's later epochs see another order than the uninterrupted
+    run's.
     """
     if not config.epoch_seeded_shuffle:
         dataset, _ = datasets.with_known_length(datasets.make_training_dataset(
