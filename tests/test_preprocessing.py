@@ -219,7 +219,13 @@ def test_predicate_placeholder_starting_a_sentence_is_capitalised():
     # A measure with its unit in parentheses: references write the number, then the unit's words.
     ('"13017.0"(minutes)', "13017.0 minutes"),
     ("254989570.60815 (kilometres)", "254989570.60815 kilometres"),
-    ("0.0252 (kilometrePerSeconds)", "0.0252 kilometre per seconds"),
+    # A camelCase unit as English writes it: the head plural, the unit after "per" singular,
+    # "degrees Celsius".
+    ("0.0252 (kilometrePerSeconds)", "0.0252 kilometres per second"),
+    ('"2.0"(gramPerCubicCentimetres)', "2.0 grams per cubic centimetre"),
+    ('"-6.0"(degreeCelsius)', "-6.0 degrees Celsius"),
+    ("837080.744 (squareKilometres)", "837080.744 square kilometres"),
+    ("1999.0 (cubicCentimetres)", "1999.0 cubic centimetres"),
     ("429.9 (inhabitants per square kilometre)", "429.9 inhabitants per square kilometre"),
     # "X language": references write "X" 982 times, "X language" 274.
     ("English language", "English"),
@@ -276,6 +282,37 @@ def test_relexicalise_drops_a_parenthesis_that_closes_nothing():
     entity_map = {"ENT_1": "Ardmore Airport (New Zealand)", "ENT_2": "597.0"}
     tokens = ["ENT_1", ")", "is", "ENT_2", "(", "metres", ")", ")", "."]
     assert detokenize(relexicalise(tokens, entity_map)) == "Ardmore Airport is 597.0 (metres)."
+
+
+def test_a_noun_predicate_after_its_subject_and_before_a_copula_takes_a_possessive():
+    # "ENT_1 PRED_2 is ENT_3" wrote "1000 Piazzia escape velocity is 0.0252 ..." (31 test outputs of
+    # the default chain, 30 of them unseen categories); references write "1000 Piazzia's escape
+    # velocity is" or "The escape velocity of 1000 Piazzia is".
+    predicate_map = {"PRED_1": "escape velocity", "PRED_2": "is part of", "PRED_3": "launch site",
+                     "PRED_4": "located in", "PRED_5": "established", "PRED_6": "in office while prime minister"}
+    assert relexicalise_predicates(["ENT_1", "PRED_1", "is", "ENT_2", "."], predicate_map) == [
+        "ENT_1", "'s", "escape", "velocity", "is", "ENT_2", "."]
+    assert relexicalise_predicates(["ENT_1", "PRED_3", "Was", "ENT_2", "and", "ENT_3", "PRED_1", "are"],
+                                   predicate_map) == [
+        "ENT_1", "'s", "launch", "site", "Was", "ENT_2", "and", "ENT_3", "'s", "escape", "velocity", "are"]
+    unchanged = [
+        ["ENT_1", "'s", "PRED_1", "is", "ENT_2"],  # already there
+        ["the", "PRED_1", "is", "ENT_2"],  # no entity before it
+        ["ENT_1", "PRED_1", "of", "ENT_2"],  # no copula after it
+        ["ENT_1", "PRED_1", ",", "is", "ENT_2"],
+        ["ENT_1", "PRED_9", "is", "ENT_2"],  # a predicate the input lacks (dropped)
+        # Verb phrases, participles: not nouns.
+        ["ENT_1", "PRED_2", "is", "ENT_2"],
+        ["ENT_1", "PRED_4", "is", "ENT_2"],
+        ["ENT_1", "PRED_5", "was", "ENT_2"],
+        ["ENT_1", "PRED_6", "was", "ENT_2"],  # a preposition first
+    ]
+    for tokens in unchanged:
+        assert relexicalise_predicates(tokens, predicate_map).count("'s") == tokens.count("'s"), tokens
+    # The text a reader gets.
+    assert detokenize(relexicalise(["ENT_1", "PRED_1", "is", "ENT_2", "."],
+                                   {"ENT_1": "1000 Piazzia", "ENT_2": "0.0252 (kilometrePerSeconds)"},
+                                   predicate_map)) == "1000 Piazzia's escape velocity is 0.0252 kilometres per second."
 
 
 def test_relexicalise_fits_the_article_before_a_predicate_too():

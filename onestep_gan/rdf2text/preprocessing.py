@@ -386,6 +386,30 @@ def _fit_article(article, word):
     return fitted.capitalize() if article[:1].isupper() else fitted
 
 
+_VERB_FIRST = frozenset("is are was were has have had".split())
+PREPOSITIONS = frozenset("by in of to as for on at with from into".split())
+_COPULAS = frozenset("is are was were".split())
+
+
+def predicate_shape(words):
+    """How a predicate's lowercased `words` read: "verb" (a verb phrase: "is part of", "has to its
+    north", "served as ... in"), "participle" (and its preposition: "dedicated to", "located in"),
+    "dated" (a participle alone: "established") or "noun" ("birth place", "leader", "escape
+    velocity"). `templates.relation_shape` writes a template sentence by it."""
+    if not words or words[0] in _VERB_FIRST:
+        return "verb"
+    if len(words) > 1 and words[-1] in PREPOSITIONS:
+        return "participle" if len(words) == 2 and _is_participle(words[0]) else "verb"
+    if len(words) == 1 and words[0].endswith("ed"):
+        return "dated"
+    return "noun"
+
+
+def _is_participle(word):
+    """"dedicated", "spoken", "served"; not "speed", "need"."""
+    return (word.endswith("ed") and not word.endswith("eed")) or word.endswith(("en", "wn"))
+
+
 def relexicalise_predicates(tokens, predicate_map=None):
     """Replaces each predicate placeholder by its words (`predicate_map`; dropped when not in
     it) and keeps everything else, entity placeholders included: the view of a candidate that
@@ -394,11 +418,13 @@ def relexicalise_predicates(tokens, predicate_map=None):
     or "an" before it fits its first sound ("an elevation above the sea level"). A word doubled at
     the predicate's edge is written once: "was PRED_1" with "was selected by NASA" -> "was selected
     by NASA", "PRED_2 of" with "is part of" -> "is part of" (verb-phrase predicates of categories
-    the model has not seen, next to the model's own "was" or "of")."""
+    the model has not seen, next to the model's own "was" or "of"). A noun predicate between an
+    entity placeholder and a copula takes "'s": "ENT_1 PRED_2 is" with "escape velocity" ->
+    "ENT_1 's escape velocity is" (`_wants_possessive`)."""
     predicate_map = predicate_map or {}
     output = []
     predicate_end = None  # the last word of the predicate just written
-    for token in tokens:
+    for index, token in enumerate(tokens):
         if not is_predicate_placeholder(token):
             if not _same_word(token, predicate_end):
                 output.append(token)
@@ -407,12 +433,27 @@ def relexicalise_predicates(tokens, predicate_map=None):
             words = predicate_map[token].split()
             if words and output and _same_word(words[0], output[-1]):
                 words = words[1:]
+            if _wants_possessive(output, words, tokens[index + 1: index + 2]):
+                output.append("'s")
             if words and (not output or output[-1] in _SENTENCE_ENDS):
                 words[0] = words[0][:1].upper() + words[0][1:]
             _fit_article_before(output, words)
             output.extend(words)
             predicate_end = words[-1] if words else None
     return output
+
+
+def _wants_possessive(output, words, following):
+    """Whether a noun predicate's `words` about to follow `output` need "'s": right after an
+    entity placeholder and right before a copula, "ENT_1 PRED_2 is ENT_3" reads "1000 Piazzia
+    escape velocity is ..." (references: "1000 Piazzia's escape velocity is", "The escape velocity
+    of 1000 Piazzia is")."""
+    return (
+        bool(words) and bool(output) and is_placeholder(output[-1])
+        and bool(following) and following[0].lower() in _COPULAS
+        and words[0].lower() not in PREPOSITIONS  # "in office while prime minister"
+        and predicate_shape([word.lower() for word in words]) == "noun"
+    )
 
 
 def _same_word(word, other):
@@ -428,8 +469,8 @@ def write_out(surface, previous_word=None):
       "Month D, YYYY" 326, ISO 126).
     - A measure with its unit in parentheses, as the number and the unit's words:
       '"13017.0"(minutes)' -> "13017.0 minutes", "0.0252 (kilometrePerSeconds)" -> "0.0252
-      kilometre per seconds" (camelCase split as `split_predicate` does; 198 references write
-      number and unit, 50 the number alone, none the parentheses and quotes).
+      kilometres per second" (198 references write number and unit, 50 the number alone, none the
+      parentheses and quotes; `_unit_words`).
     - A name's qualifier in parentheses, dropped: "Ardmore Airport (New Zealand)" -> "Ardmore
       Airport" (without it 1183 times, with it 555).
     - "X language" -> "X": "English language" -> "English" (982 times against 274), except after
@@ -444,10 +485,7 @@ def write_out(surface, previous_word=None):
         head, inner = qualified.group(1), qualified.group(2)
         number = _QUOTED_NUMBER_PATTERN.match(head)
         if number:
-            unit = " ".join(
-                split_predicate(word) if not word.isupper() else word for word in inner.split()
-            )
-            return f"{number.group(1)} {unit}".strip()
+            return f"{number.group(1)} {_unit_words(inner)}".strip()
         return head
     if (
         surface.endswith(" language") and len(surface) > len(" language")
@@ -455,6 +493,25 @@ def write_out(surface, previous_word=None):
     ):
         return surface[: -len(" language")]
     return surface
+
+
+def _unit_words(unit):
+    """A unit's words as references write them: camelCase split as `split_predicate` does, the
+    head before "per" plural and the unit after it singular, as English writes a rate
+    ("kilometrePerSeconds" -> "kilometres per second", not "kilometre per seconds";
+    "gramPerCubicCentimetres" -> "grams per cubic centimetre"), "degreeCelsius" -> "degrees Celsius".
+    Units already written as words ("inhabitants per square kilometre") are unchanged. (The camelCase
+    units belong to categories train lacks, so no train reference shows their form.)"""
+    words = " ".join(split_predicate(word) if not word.isupper() else word for word in unit.split()).split()
+    if "per" in words[1:-1]:
+        at = words.index("per")
+        if not words[at - 1].endswith("s"):
+            words[at - 1] += "s"
+        if words[-1].endswith("s") and not words[-1].endswith("ss"):
+            words[-1] = words[-1][:-1]
+    elif len(words) == 2 and words[0] == "degree":
+        words = ["degrees", words[1].capitalize()]
+    return " ".join(words)
 
 
 def _placeholder_for(value, value_to_placeholder, prefix=PLACEHOLDER_PREFIX):

@@ -30,8 +30,6 @@ import re
 from onestep_gan.rdf2text import evaluation, faithfulness, preprocessing
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 
-_VERB_FIRST = frozenset("is are was were has have had".split())
-_PREPOSITIONS = frozenset("by in of to as for on at with from into".split())
 _SINGULAR_S = frozenset({"series", "headquarters", "species", "news"})
 _YEAR = re.compile(r"^\d{4}$")
 # What `generate --unfaithful` does with a text the slot check flags: print it, or the template.
@@ -40,20 +38,8 @@ UNFAITHFUL = ("keep", "template")
 
 def relation_shape(predicate):
     """"verb" ("S P O"), "participle" ("S is P O"), "dated" ("S was P in O") or "noun" ("The P
-    of S is O") for `predicate` (module docstring)."""
-    words = preprocessing.split_predicate(predicate).lower().split()
-    if not words or words[0] in _VERB_FIRST:
-        return "verb"
-    if len(words) > 1 and words[-1] in _PREPOSITIONS:
-        return "participle" if len(words) == 2 and _is_participle(words[0]) else "verb"
-    if len(words) == 1 and words[0].endswith("ed"):
-        return "dated"
-    return "noun"
-
-
-def _is_participle(word):
-    """"dedicated", "spoken", "served"; not "speed", "need"."""
-    return (word.endswith("ed") and not word.endswith("eed")) or word.endswith(("en", "wn"))
+    of S is O") for `predicate` (module docstring; `preprocessing.predicate_shape`)."""
+    return preprocessing.predicate_shape(preprocessing.split_predicate(predicate).lower().split())
 
 
 def _time_preposition(value):
@@ -108,7 +94,7 @@ def template_tokens(triples):
         times = {_time_preposition(value) for value in objects}
         time = times.pop() if len(times) == 1 else None
         if shape == "verb":
-            at = [time] if time and words[-1] not in _PREPOSITIONS else []
+            at = [time] if time and words[-1] not in preprocessing.PREPOSITIONS else []
             tokens += [subject_token, predicate_token, *at, *listed, "."]
         elif shape == "participle" or (shape == "dated" and time is None):
             tokens += [subject_token, "is", predicate_token, *listed, "."]
