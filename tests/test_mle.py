@@ -166,6 +166,15 @@ def test_config_round_trip_and_validation(tmp_path):
     with pytest.raises(ValueError, match="permute_placeholders=True, epoch_seeded_shuffle=False"):
         MLEConfig(permute_placeholders=True, epoch_seeded_shuffle=False)
     assert MLEConfig.from_dict({"seed": 1}).permute_placeholders is False
+    with pytest.raises(ValueError, match="undoes the other orders. Received: triple_orders=2, canonical_triple_order=True"):
+        MLEConfig(triple_orders=2, canonical_triple_order=True)
+    assert MLEConfig.from_dict({"seed": 1}).canonical_triple_order is False
+    # A run's preprocessor encodes as its model was trained.
+    from onestep_gan.rdf2text import runs
+    from onestep_gan.rdf2text.vocabulary import Vocabulary
+    vocabulary = Vocabulary(["ENT_1", "PRED_1"])
+    assert runs.preprocessor_for(MLEConfig(canonical_triple_order=True), vocabulary).canonical_order is True
+    assert runs.preprocessor_for(MLEConfig(), vocabulary).canonical_order is False
     with pytest.raises(ValueError, match=r"`jit_compile` must be one of \['auto', 'off', 'on'\]. Received: jit_compile=True"):
         MLEConfig(jit_compile=True)
     assert [MLEConfig(jit_compile=value).keras_jit_compile for value in ("auto", "on", "off")] == ["auto", True, False]

@@ -52,3 +52,61 @@ def test_a_reordered_entry_numbers_its_placeholders_by_the_new_order():
     for example in (before, after):
         text = preprocessing.detokenize(preprocessing.relexicalise(example.target_tokens, example.entity_map))
         assert text == "Alan Bean, born in Wheeler, Texas, was a Test pilot and flew on Apollo 12."
+
+
+def test_canonical_order_walks_from_the_root_breadth_first_whatever_the_listing():
+    import itertools
+
+    from onestep_gan.rdf2text.triple_orders import canonical_order
+
+    # Alan Bean (no triple's object) is the root; Wheeler, Texas, reached from him, comes next;
+    # each entity's triples sorted by predicate, then object; the unreached part (Texas) after.
+    triples = (
+        Triple("Wheeler,_Texas", "country", "United_States"),
+        Triple("Alan_Bean", "occupation", "Test_pilot"),
+        Triple("Texas", "capital", "Austin"),
+        Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
+        Triple("Alan_Bean", "award", "Navy_Medal"),
+        Triple("Alan_Bean", "award", "Air_Medal"),
+    )
+    expected = (
+        Triple("Alan_Bean", "award", "Air_Medal"),
+        Triple("Alan_Bean", "award", "Navy_Medal"),
+        Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
+        Triple("Alan_Bean", "occupation", "Test_pilot"),
+        Triple("Wheeler,_Texas", "country", "United_States"),
+        Triple("Texas", "capital", "Austin"),
+    )
+    assert canonical_order(triples) == expected
+    assert {canonical_order(order) for order in itertools.permutations(triples)} == {expected}
+    # A cycle has no root: the subject with the most triples starts, then by name.
+    cycle = (Triple("B", "p", "A"), Triple("A", "p", "B"), Triple("B", "q", "C"))
+    assert canonical_order(cycle) == (Triple("B", "p", "A"), Triple("B", "q", "C"), Triple("A", "p", "B"))
+    # A repeated triple stays.
+    assert canonical_order(ONE_TRIPLE.triples * 2) == ONE_TRIPLE.triples * 2
+
+
+def test_a_canonical_preprocessor_encodes_every_listing_of_a_set_alike():
+    """Train and decoding see one source for one set of triples; the encoded example's triples are
+    in the source's order, which the reranker numbers placeholders by."""
+    import dataclasses
+
+    from onestep_gan.rdf2text.preprocessor import TextPreprocessor
+
+    reversed_entry = dataclasses.replace(ALAN_BEAN, triples=ALAN_BEAN.triples[::-1])
+    entries = [ALAN_BEAN, ONE_TRIPLE]
+    canonical = TextPreprocessor.build(entries, 64, 72, predicate_placeholders=True, canonical_order=True)
+    plain = TextPreprocessor(canonical.vocabulary, 64, 72, predicate_placeholders=True)
+    for for_training in (True, False):
+        a, b = (canonical.encode_entries([entry], for_training)[0] for entry in (ALAN_BEAN, reversed_entry))
+        assert (a.source_ids, a.target_ids, a.entity_map, a.triples) == (b.source_ids, b.target_ids, b.entity_map, b.triples)
+        # The plain preprocessor follows the listing.
+        assert plain.encode_entries([ALAN_BEAN], for_training)[0].source_ids != plain.encode_entries(
+            [reversed_entry], for_training)[0].source_ids
+    example = canonical.encode_entries([ALAN_BEAN], True)[0]
+    # birthPlace < mission < occupation: Wheeler, Texas is ENT_2, Apollo 12 ENT_3, Test pilot ENT_4.
+    assert canonical.vocabulary.decode(example.target_ids) == [
+        "ENT_1", ",", "born", "in", "ENT_2", ",", "was", "a", "ENT_4", "and", "flew", "on", "ENT_3", "."]
+    assert [t.predicate for t in example.triples] == ["birthPlace", "mission", "occupation"]
+    delexicalised = preprocessing.delexicalise(list(example.triples), None, True)
+    assert canonical.vocabulary.encode(delexicalised.source_tokens) == list(example.source_ids)

@@ -255,7 +255,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     preprocessor = TextPreprocessor.build(
         train_entries, config.max_source_length, config.max_target_length, min_count=config.min_token_count,
         predicate_placeholders=config.predicate_placeholders, entity_roles=config.entity_roles,
-        entity_words=config.entity_words,
+        entity_words=config.entity_words, canonical_order=config.canonical_triple_order,
     )
     _check_saved_vocabulary(run_dir, preprocessor.vocabulary)
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)

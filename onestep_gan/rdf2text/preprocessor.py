@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import logging
 
-from onestep_gan.rdf2text import preprocessing
+from onestep_gan.rdf2text import preprocessing, triple_orders
 from onestep_gan.rdf2text.vocabulary import SPECIAL_TOKENS, Vocabulary
 from onestep_gan.rdf2text.webnlg import Triple, WebNLGEntry
 
@@ -71,7 +71,7 @@ class TextPreprocessor:
     """
 
     def __init__(self, vocabulary, max_source_length, max_target_length, predicate_placeholders=False,
-                 entity_roles=False, entity_words=0):
+                 entity_roles=False, entity_words=0, canonical_order=False):
         if int(max_source_length) < 1 or int(max_target_length) < 2:
             raise ValueError(
                 "Expected max_source_length >= 1 and max_target_length >= 2. Received: "
@@ -85,6 +85,9 @@ class TextPreprocessor:
         if int(entity_words) < 0:
             raise ValueError(f"Expected entity_words >= 0. Received: entity_words={entity_words}")
         self.entity_words = int(entity_words)
+        # Each input's triples in `triple_orders.canonical_order` before delexicalisation (source and
+        # references alike), so the placeholders are numbered by the triple graph.
+        self.canonical_order = bool(canonical_order)
         # Sources with roles hold <AGENT> or <PATIENT> (every triple set has a subject and an object).
         if self.entity_roles != (preprocessing.PATIENT_TOKEN in vocabulary):
             holds = "holds" if preprocessing.PATIENT_TOKEN in vocabulary else "has no"
@@ -104,7 +107,7 @@ class TextPreprocessor:
     @classmethod
     def build(
         cls, train_entries, max_source_length, max_target_length, min_count=1, max_size=None,
-        predicate_placeholders=False, entity_roles=False, entity_words=0,
+        predicate_placeholders=False, entity_roles=False, entity_words=0, canonical_order=False,
     ):
         """A preprocessor whose vocabulary holds the source and target tokens of `train_entries`
         (one text per reference). Build it from train only: dev/test words then encode as UNK,
@@ -117,7 +120,7 @@ class TextPreprocessor:
         the other tokens (within `max_size`); a word of one entity alone ("Abilene") says nothing of the kind of value
         and would only grow the output layer: it reads as UNK."""
         token_lists = []
-        for _, example in _delexicalise(train_entries, True, predicate_placeholders, entity_roles):
+        for _, example in _delexicalise(train_entries, True, predicate_placeholders, entity_roles, 0, canonical_order):
             token_lists.append(example.source_tokens)
             token_lists.append(example.target_tokens)
         vocabulary = Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
@@ -127,7 +130,7 @@ class TextPreprocessor:
                 words = words[: max(0, max_size - len(vocabulary))]
             vocabulary = Vocabulary(vocabulary.tokens[len(SPECIAL_TOKENS):] + words)
         return cls(vocabulary, max_source_length, max_target_length, predicate_placeholders=predicate_placeholders,
-                   entity_roles=entity_roles, entity_words=entity_words)
+                   entity_roles=entity_roles, entity_words=entity_words, canonical_order=canonical_order)
 
     pad_id, unk_id, bos_id, eos_id = Vocabulary.PAD, Vocabulary.UNK, Vocabulary.BOS, Vocabulary.EOS
 
@@ -193,7 +196,8 @@ class TextPreprocessor:
         """Entries -> `EncodedExample`s: one per reference text if `for_training`, else one per
         entry without target."""
         return self._encode(_delexicalise(
-            entries, for_training, self.predicate_placeholders, self.entity_roles, self.entity_words))
+            entries, for_training, self.predicate_placeholders, self.entity_roles, self.entity_words,
+            self.canonical_order))
 
     def encode_triples(self, triple_sets):
         """Sets of triples (`Triple`s or `(subject, predicate, object)` tuples, WebNLG spelling)
@@ -262,20 +266,26 @@ def _entity_words(entries, entity_words):
     )
 
 
-def _delexicalise(entries, for_training, predicate_placeholders=False, entity_roles=False, entity_words=0):
+def _delexicalise(entries, for_training, predicate_placeholders=False, entity_roles=False, entity_words=0,
+                  canonical_order=False):
     """Entries -> `(entry, DelexicalisedExample)` pairs: one per reference text for training,
-    else one per entry without target tokens."""
+    else one per entry without target tokens. With `canonical_order` each entry's triples are put
+    in `triple_orders.canonical_order` first, and the pair's entry holds them in that order: the
+    reranker numbers the placeholders of `EncodedExample.triples` as the source does."""
     pairs = []
     for entry in entries:
+        if canonical_order:
+            entry = dataclasses.replace(entry, triples=triple_orders.canonical_order(entry.triples))
+        triples = entry.triples
         if for_training:
             mentions = entry.mentions or ((),) * len(entry.texts)
             pairs.extend(
                 (entry, preprocessing.delexicalise(
-                    entry.triples, text, predicate_placeholders, text_mentions, entity_roles=entity_roles,
+                    triples, text, predicate_placeholders, text_mentions, entity_roles=entity_roles,
                     entity_words=entity_words))
                 for text, text_mentions in zip(entry.texts, mentions, strict=True)
             )
         else:
             pairs.append((entry, preprocessing.delexicalise(
-                entry.triples, None, predicate_placeholders, entity_roles=entity_roles, entity_words=entity_words)))
+                triples, None, predicate_placeholders, entity_roles=entity_roles, entity_words=entity_words)))
     return pairs

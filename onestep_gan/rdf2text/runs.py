@@ -104,7 +104,7 @@ def preprocessor_for(config, vocabulary):
     return TextPreprocessor(
         vocabulary, config.max_source_length, config.max_target_length,
         predicate_placeholders=config.predicate_placeholders, entity_roles=config.entity_roles,
-        entity_words=config.entity_words,
+        entity_words=config.entity_words, canonical_order=config.canonical_triple_order,
     )
 
 
