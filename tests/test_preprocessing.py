@@ -226,6 +226,7 @@ def test_predicate_placeholder_starting_a_sentence_is_capitalised():
     ('"-6.0"(degreeCelsius)', "-6.0 degrees Celsius"),
     ("837080.744 (squareKilometres)", "837080.744 square kilometres"),
     ("1999.0 (cubicCentimetres)", "1999.0 cubic centimetres"),
+    ('"5.0"(litrePer100Kilometres)', "5.0 litres per 100 kilometres"),  # a count after "per": plural
     ("429.9 (inhabitants per square kilometre)", "429.9 inhabitants per square kilometre"),
     # "X language": references write "X" 982 times, "X language" 274.
     ("English language", "English"),

@@ -499,7 +499,8 @@ def _unit_words(unit):
     """A unit's words as references write them: camelCase split as `split_predicate` does, the
     head before "per" plural and the unit after it singular, as English writes a rate
     ("kilometrePerSeconds" -> "kilometres per second", not "kilometre per seconds";
-    "gramPerCubicCentimetres" -> "grams per cubic centimetre"), "degreeCelsius" -> "degrees Celsius".
+    "gramPerCubicCentimetres" -> "grams per cubic centimetre"; but "litres per 100 kilometres"),
+    "degreeCelsius" -> "degrees Celsius".
     Units already written as words ("inhabitants per square kilometre") are unchanged. (The camelCase
     units belong to categories train lacks, so no train reference shows their form.)"""
     words = " ".join(split_predicate(word) if not word.isupper() else word for word in unit.split()).split()
@@ -507,7 +508,8 @@ def _unit_words(unit):
         at = words.index("per")
         if not words[at - 1].endswith("s"):
             words[at - 1] += "s"
-        if words[-1].endswith("s") and not words[-1].endswith("ss"):
+        counted = any(word.replace(".", "").isdigit() for word in words[at + 1:])  # "per 100 kilometres"
+        if words[-1].endswith("s") and not words[-1].endswith("ss") and not counted:
             words[-1] = words[-1][:-1]
     elif len(words) == 2 and words[0] == "degree":
         words = ["degrees", words[1].capitalize()]
