@@ -505,7 +505,7 @@ def _unit_words(unit):
     units belong to categories train lacks, so no train reference shows their form.)"""
     words = " ".join(split_predicate(word) if not word.isupper() else word for word in unit.split()).split()
     if "per" in words[1:-1]:
-        at = words.index("per")
+        at = words.index("per", 1)
         if not words[at - 1].endswith("s"):
             words[at - 1] += "s"
         counted = any(word.replace(".", "").isdigit() for word in words[at + 1:])  # "per 100 kilometres"

@@ -120,7 +120,8 @@ class TextPreprocessor:
         the other tokens (within `max_size`); a word of one entity alone ("Abilene") says nothing of the kind of value
         and would only grow the output layer: it reads as UNK."""
         token_lists = []
-        for _, example in _delexicalise(train_entries, True, predicate_placeholders, entity_roles, 0, canonical_order):
+        for _, example in _delexicalise(
+                train_entries, True, predicate_placeholders, entity_roles, canonical_order=canonical_order):
             token_lists.append(example.source_tokens)
             token_lists.append(example.target_tokens)
         vocabulary = Vocabulary.build(token_lists, min_count=min_count, max_size=max_size)
