@@ -113,7 +113,7 @@ class MLEConfig(_Serialisable):
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
         "entity_roles": False, "triple_orders": 1, "rerank_unstated_as_errors": False,
         "jit_compile": "auto", "entity_words": 0, "rerank_subjects": "off", "permute_placeholders": False,
-        "canonical_triple_order": False,
+        "canonical_triple_order": False, "sentence_examples": False,
     }
 
     seed: int = 1234
@@ -177,6 +177,12 @@ class MLEConfig(_Serialisable):
     # source-swap probe's mean drop 0.81 -> 3.84 nats) and binds worse: held-out wrong bindings
     # 11.50% -> 17.26%, seen 0.53% -> 2.07%, held-out BLEU-2017 -2.8: off.
     permute_placeholders: bool = False
+    # Besides each train text, each of its sentences as a training example of its own, with the
+    # triples the enriched WebNLG's sentence plan gives it (`enriched.sentence_entries`: only a
+    # sentence that names every entity of its triples and no other; 7,695 sentences of 5,095
+    # texts of two or more sentences). Needs the enriched corpus (`--enriched-dir`); the
+    # vocabulary, the aligner and the dev loss are those of the whole texts.
+    sentence_examples: bool = False
     # Train categories held out of training to stand in for the test set's unseen categories,
     # so that a setting meant for them can be chosen without test: their train entries are
     # dropped (and with them their words from the vocabulary and their cues from the aligner),

@@ -25,9 +25,11 @@ import dataclasses
 import logging
 import os
 import pathlib
+import re
 import xml.etree.ElementTree as ET
 
 from onestep_gan.rdf2text import preprocessing
+from onestep_gan.rdf2text.webnlg import TRIPLE_SEPARATOR
 
 logger = logging.getLogger(__name__)
 
@@ -73,19 +75,9 @@ def load_mentions(split, enriched_dir=None):
         ValueError: the split's folder holds no XML file, or a file is not well-formed XML
             (its path and line named).
     """
-    folder = resolve_enriched_dir(enriched_dir) / split
-    files = sorted(folder.glob("*/*.xml"))
-    if not files:
-        raise ValueError(
-            f"{folder}: expected the enriched WebNLG {split} files as NtriplesN/*.xml, found none."
-        )
     mentions = {}
-    for path in files:
-        try:
-            root = ET.parse(path).getroot()
-        except ET.ParseError as error:
-            raise ValueError(f"{path}: line {error.position[0]}: not well-formed XML ({error}).") from None
-        for lex in root.iter("lex"):
+    for path in _split_files(split, enriched_dir):
+        for lex in _parse(path).iter("lex"):
             text = lex.findtext("text")
             if not text or not text.strip():
                 continue
@@ -97,8 +89,27 @@ def load_mentions(split, enriched_dir=None):
             )
             key = text_key(text)
             mentions[key] = tuple(dict.fromkeys(mentions.get(key, ()) + found))
-    logger.info("Read the mentions of %d %s texts from %s", len(mentions), split, folder)
+    logger.info("Read the mentions of %d %s texts", len(mentions), split)
     return mentions
+
+
+def _split_files(split, enriched_dir):
+    """The XML files of one split, `enriched_dir/split/NtriplesN/*.xml`; a `ValueError` if none."""
+    folder = resolve_enriched_dir(enriched_dir) / split
+    files = sorted(folder.glob("*/*.xml"))
+    if not files:
+        raise ValueError(
+            f"{folder}: expected the enriched WebNLG {split} files as NtriplesN/*.xml, found none."
+        )
+    return files
+
+
+def _parse(path):
+    """The root element of `path`; a `ValueError` naming the file and line if it is not XML."""
+    try:
+        return ET.parse(path).getroot()
+    except ET.ParseError as error:
+        raise ValueError(f"{path}: line {error.position[0]}: not well-formed XML ({error}).") from None
 
 
 def is_plausible_mention(entity, surface):
@@ -123,4 +134,108 @@ def with_mentions(entries, mentions):
         total += len(entry.texts)
         result.append(dataclasses.replace(entry, mentions=per_text))
     logger.info("Gold mentions for %d of %d reference texts", found, total)
+    return result
+
+
+# --- Sentence plans: one training entry per sentence -------------------------------------------
+
+_TAG = re.compile(r"(?:AGENT|PATIENT|BRIDGE)-\d+")
+_SENTENCE_ENDS = (".", "!", "?")
+_PTB_QUOTES = {"``": '"', "''": '"'}  # the templates' tokeniser wrote quotes the Penn Treebank way
+
+
+def load_sentence_plans(split, enriched_dir=None):
+    """Reads each reference text's sentences as the enriched corpus plans them.
+
+    A `<lex>`'s `<sortedtripleset>` groups its triples by sentence, and its `<template>` with
+    `<references>` (one per tag, in text order) spells each sentence out. Returns
+    `{text_key(text): ((triple strings, sentence text, ((entity, surface, type), ...)), ...)}`, one
+    tuple per sentence, for the texts of two or more sentences whose template splits at ".", "!"
+    or "?" into as many sentences as the plan has groups and holds one tag per reference;
+    other texts are left out. `sentence text` is the template's tokens with each tag replaced by
+    its reference's words (and the templates' ``quotes'' as '"').
+
+    Raises:
+        ValueError: as `load_mentions`.
+    """
+    plans = {}
+    for path in _split_files(split, enriched_dir):
+        for lex in _parse(path).iter("lex"):
+            text = lex.findtext("text")
+            groups = [
+                tuple(" ".join((striple.text or "").split()) for striple in sentence.iter("striple"))
+                for sentence in lex.iter("sentence")
+            ]
+            groups = [group for group in groups if group]
+            if not text or len(groups) < 2:
+                continue
+            sentences = _template_sentences(lex.findtext("template") or "", list(lex.iter("reference")))
+            if sentences is not None and len(sentences) == len(groups):
+                plans[text_key(text)] = tuple(
+                    (group, words, found) for group, (words, found) in zip(groups, sentences)
+                )
+    logger.info("Read the sentence plans of %d %s texts", len(plans), split)
+    return plans
+
+
+def _template_sentences(template, references):
+    """A template's sentences as `(text, ((entity, surface, type), ...))`, tags replaced by their
+    references' words; None when tags and references do not pair one to one."""
+    tokens = template.split()
+    tags = [index for index, token in enumerate(tokens) if _TAG.fullmatch(token)]
+    if not tokens or len(tags) != len(references) or any(
+        _TAG.search(token) and not _TAG.fullmatch(token) for token in tokens
+    ):
+        return None
+    sentences, words, found, reference_index = [], [], [], 0
+    for token in tokens:
+        if _TAG.fullmatch(token):
+            reference = references[reference_index]
+            reference_index += 1
+            surface = " ".join((reference.text or "").split())
+            if not surface:
+                return None
+            words.append(surface)
+            found.append((reference.get("entity"), surface, reference.get("type")))
+        else:
+            words.append(_PTB_QUOTES.get(token, token))
+        if token in _SENTENCE_ENDS:
+            sentences.append((" ".join(words), tuple(found)))
+            words, found = [], []
+    if words:
+        sentences.append((" ".join(words), tuple(found)))
+    return sentences
+
+
+def sentence_entries(entries, plans):
+    """One entry per planned sentence of `entries`' texts (`load_sentence_plans`), for training
+    on sentences as well as on whole texts (`MLEConfig.sentence_examples`).
+
+    A sentence becomes an entry with the triples of its group, in its entry's order, and the
+    sentence as its one text, only if every entity it names is an entity of those triples and
+    each of those entities is named in it (by name, description or demonstrative; a pronoun
+    alone would teach the model to leave an input entity out); its mentions are those names.
+    Entry ids extend their entry's: "train/2triples/Airport/Id4/text2/sentence1".
+    """
+    result = []
+    for entry in entries:
+        by_string = {TRIPLE_SEPARATOR.join(dataclasses.astuple(triple)): triple for triple in entry.triples}
+        for text_index, text in enumerate(entry.texts, start=1):
+            for sentence_index, (group, sentence, found) in enumerate(plans.get(text_key(text), ()), start=1):
+                if not all(triple in by_string for triple in group):
+                    continue
+                triples = tuple(triple for triple in entry.triples if TRIPLE_SEPARATOR.join(dataclasses.astuple(triple)) in group)
+                entities = {part for triple in triples for part in (triple.subject, triple.object)}
+                named = {entity for entity, _, kind in found if kind != "pronoun"}
+                if named != entities:
+                    continue
+                mentions = tuple(dict.fromkeys(
+                    (entity, surface) for entity, surface, kind in found
+                    if kind in MENTION_TYPES and is_plausible_mention(entity, surface)
+                ))
+                result.append(dataclasses.replace(
+                    entry, entry_id=f"{entry.entry_id}/text{text_index}/sentence{sentence_index}",
+                    size=len(triples), triples=triples, texts=(sentence,), mentions=(mentions,),
+                ))
+    logger.info("%d sentence entries from %d entries", len(result), len(entries))
     return result

@@ -33,7 +33,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from onestep_gan.rdf2text import averaging, checkpoints, datasets, evaluation, inference, runs, triple_orders
+from onestep_gan.rdf2text import averaging, checkpoints, datasets, enriched, evaluation, inference, runs, triple_orders
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.reranking import SlotErrorReranker
@@ -258,7 +258,11 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
         entity_words=config.entity_words, canonical_order=config.canonical_triple_order,
     )
     _check_saved_vocabulary(run_dir, preprocessor.vocabulary)
-    train_examples = preprocessor.encode_entries(train_entries, for_training=True)
+    training_entries = train_entries
+    if config.sentence_examples:
+        plans = enriched.load_sentence_plans("train", enriched_dir)
+        training_entries = train_entries + enriched.sentence_entries(train_entries, plans)
+    train_examples = preprocessor.encode_entries(training_entries, for_training=True)
     # Held-out categories (`config.holdout_categories`) stand in for unseen ones: they do not
     # choose the checkpoint, as the test set's unseen categories do not.
     dev_loss_examples = preprocessor.encode_entries(
@@ -322,7 +326,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     train_start = time.perf_counter()
     if not backup.finished:  # a finished training phase (killed while decoding) is not redone
         train_dataset = training_dataset(
-            config, preprocessor, train_examples, initial_epoch, train_entries, fixed_shapes=fixed_shapes
+            config, preprocessor, train_examples, initial_epoch, training_entries, fixed_shapes=fixed_shapes
         )
         epoch_steps = steps_per_epoch if config.epoch_seeded_shuffle else None
         model.fit(
