@@ -154,3 +154,164 @@ def test_the_adversarial_stage_delexicalises_train_and_dev_as_its_mle_run_did(tm
         with pytest.raises(RuntimeError, match="stopped after reading the data"):
             adversarial.train_adversarial(AdversarialConfig.quick(), tmp_path / "mle", tmp_path / "gan", None, "ENR")
         assert calls == [("train", gold_mentions, "ENR"), ("dev", gold_mentions, "ENR"), ("test", False, None)]
+
+
+PLANNED = """<?xml version="1.0" ?>
+<benchmark>
+  <entries>
+    <entry category="Astronaut" eid="Id7" size="3">
+      <lex comment="good" lid="Id1">
+        <sortedtripleset>
+          <sentence ID="1">
+            <striple>Elliot_See | birthPlace | Dallas</striple>
+          </sentence>
+          <sentence ID="2">
+            <striple>Elliot_See | nationality | United_States</striple>
+            <striple>Elliot_See | nickname | "Ell"</striple>
+          </sentence>
+        </sortedtripleset>
+        <references>
+          <reference entity="Elliot_See" number="1" tag="AGENT-1" type="name">Eliot See</reference>
+          <reference entity="Dallas" number="2" tag="PATIENT-1" type="name">Dallas</reference>
+          <reference entity="Elliot_See" number="3" tag="AGENT-1" type="pronoun">He</reference>
+          <reference entity="United_States" number="5" tag="PATIENT-2" type="description">the country</reference>
+          <reference entity="&quot;Ell&quot;" number="4" tag="PATIENT-3" type="name">Ell</reference>
+        </references>
+        <text>Eliot See was born in Dallas. He, "Ell", was a national of the country.</text>
+        <template>AGENT-1 was born in PATIENT-1 . AGENT-1 , `` PATIENT-3 '' , was a national of PATIENT-2 .</template>
+      </lex>
+      <lex comment="good" lid="Id2">
+        <sortedtripleset>
+          <sentence ID="1">
+            <striple>Elliot_See | nationality | United_States</striple>
+          </sentence>
+          <sentence ID="2">
+            <striple>Elliot_See | nickname | "Ell"</striple>
+            <striple>Elliot_See | birthPlace | Dallas</striple>
+          </sentence>
+        </sortedtripleset>
+        <references>
+          <reference entity="Elliot_See" number="1" tag="AGENT-1" type="name">Elliot See</reference>
+          <reference entity="United_States" number="2" tag="PATIENT-2" type="name">U.S.</reference>
+          <reference entity="Dallas" number="3" tag="PATIENT-1" type="name">Dallas</reference>
+          <reference entity="Elliot_See" number="4" tag="AGENT-1" type="name">See</reference>
+          <reference entity="&quot;Ell&quot;" number="5" tag="PATIENT-3" type="name">Ell</reference>
+          <reference entity="Dallas" number="6" tag="PATIENT-1" type="name">Dallas</reference>
+        </references>
+        <text>Elliot See, of Dallas, was a U.S. national! See, called Ell, was born in Dallas.</text>
+        <template>AGENT-1 , of PATIENT-1 , was a PATIENT-2 national ! AGENT-1 , called PATIENT-3 , was born in PATIENT-1 .</template>
+      </lex>
+      <lex comment="good" lid="Id3">
+        <sortedtripleset>
+          <sentence ID="1"><striple>Elliot_See | birthPlace | Dallas</striple></sentence>
+          <sentence ID="2"><striple>Elliot_See | nationality | United_States</striple></sentence>
+        </sortedtripleset>
+        <references>
+          <reference entity="Elliot_See" number="1" tag="AGENT-1" type="name">Elliot See</reference>
+        </references>
+        <text>Elliot See was born in Dallas. He was American.</text>
+        <template>AGENT-1 was born in PATIENT-1 . AGENT-1 was American .</template>
+      </lex>
+      <lex comment="good" lid="Id4">
+        <sortedtripleset>
+          <sentence ID="1"><striple>Elliot_See | birthPlace | Dallas</striple></sentence>
+        </sortedtripleset>
+        <references>
+          <reference entity="Elliot_See" number="1" tag="AGENT-1" type="name">Elliot See</reference>
+          <reference entity="Dallas" number="2" tag="PATIENT-1" type="name">Dallas</reference>
+        </references>
+        <text>Elliot See was born in Dallas.</text>
+        <template>AGENT-1 was born in PATIENT-1 .</template>
+      </lex>
+    </entry>
+  </entries>
+</benchmark>
+"""
+PLANNED_TRIPLES = (
+    Triple("Elliot_See", "nationality", "United_States"),
+    Triple("Elliot_See", "birthPlace", "Dallas"),
+    Triple("Elliot_See", "nickname", '"Ell"'),
+)
+
+
+@pytest.fixture
+def planned_dir(tmp_path):
+    folder = tmp_path / "planned"
+    (folder / "train" / "3triples").mkdir(parents=True)
+    (folder / "train" / "3triples" / "Astronaut.xml").write_text(PLANNED, encoding="utf-8")
+    return folder
+
+
+def test_sentence_plans_spell_out_each_planned_sentence(planned_dir):
+    plans = enriched.load_sentence_plans("train", planned_dir)
+    # Id3: two tags, one reference (left out); Id4: one sentence (nothing to split).
+    assert set(plans) == {
+        'Eliot See was born in Dallas. He, "Ell", was a national of the country.',
+        "Elliot See, of Dallas, was a U.S. national! See, called Ell, was born in Dallas.",
+    }
+    first = plans['Eliot See was born in Dallas. He, "Ell", was a national of the country.']
+    assert first == (
+        (("Elliot_See | birthPlace | Dallas",), "Eliot See was born in Dallas .",
+         (("Elliot_See", "Eliot See", "name"), ("Dallas", "Dallas", "name"))),
+        (("Elliot_See | nationality | United_States", 'Elliot_See | nickname | "Ell"'),
+         'He , " Ell " , was a national of the country .',
+         (("Elliot_See", "He", "pronoun"), ('"Ell"', "Ell", "name"), ("United_States", "the country", "description"))),
+    )
+
+
+def test_sentence_entries_keep_sentences_that_name_exactly_their_triples_entities(planned_dir):
+    plans = enriched.load_sentence_plans("train", planned_dir)
+    texts = ("Elliot See, of Dallas, was a U.S. national! See, called Ell, was born in Dallas.",
+             'Eliot See was born in Dallas. He, "Ell", was a national of the country.',
+             "A text without a plan.")
+    entry = WebNLGEntry("train/3triples/Astronaut/Id7", "Astronaut", 3, PLANNED_TRIPLES, texts)
+    sentences = enriched.sentence_entries([entry], plans)
+    # Text 1, sentence 1 names Dallas, which its triple lacks; text 2, sentence 2 names its
+    # subject by a pronoun only: both left out.
+    assert [(item.entry_id, item.triples, item.texts, item.mentions) for item in sentences] == [
+        ("train/3triples/Astronaut/Id7/text1/sentence2",
+         (Triple("Elliot_See", "birthPlace", "Dallas"), Triple("Elliot_See", "nickname", '"Ell"')),  # the entry's order
+         ("See , called Ell , was born in Dallas .",), ((("Elliot_See", "See"), ('"Ell"', "Ell"), ("Dallas", "Dallas")),)),
+        ("train/3triples/Astronaut/Id7/text2/sentence1", (Triple("Elliot_See", "birthPlace", "Dallas"),),
+         ("Eliot See was born in Dallas .",), ((("Elliot_See", "Eliot See"), ("Dallas", "Dallas")),)),
+    ]
+    assert {item.category for item in sentences} == {"Astronaut"} and [item.size for item in sentences] == [2, 1]
+    # A plan whose triples the entry does not hold gives nothing.
+    other = WebNLGEntry("train/x", "Astronaut", 1, (Triple("Elliot_See", "birthPlace", "Houston"),), texts[1:2])
+    assert enriched.sentence_entries([other], plans) == []
+
+
+def test_the_mle_job_trains_on_sentence_entries_besides_whole_texts(tmp_path, monkeypatch):
+    from onestep_gan.rdf2text import mle
+    from onestep_gan.rdf2text.config import MLEConfig
+    from tests.conftest import fixture_2017_dir
+
+    text = "Alan Bean was born in Wheeler, Texas on March 15, 1932."
+    sentence = "Alan Bean was born in Wheeler , Texas ."
+    plan = {text: ((("Alan_Bean | birthPlace | Wheeler,_Texas",), sentence,
+                    (("Alan_Bean", "Alan Bean", "name"), ("Wheeler,_Texas", "Wheeler , Texas", "name"))),)}
+    monkeypatch.setattr(mle.enriched, "load_sentence_plans", lambda split, enriched_dir: plan)
+    seen = {}
+    build, encode = mle.TextPreprocessor.build, mle.TextPreprocessor.encode_entries
+
+    def spy_build(entries, *args, **kwargs):
+        seen["vocabulary"] = [entry.entry_id for entry in entries]
+        return build(entries, *args, **kwargs)
+
+    def spy_encode(self, entries, for_training):
+        if for_training and "training" not in seen:
+            seen["training"] = [(entry.entry_id, entry.texts) for entry in entries]
+            raise RuntimeError("stopped after encoding the training examples")
+        return encode(self, entries, for_training)
+
+    monkeypatch.setattr(mle.TextPreprocessor, "build", staticmethod(spy_build))
+    monkeypatch.setattr(mle.TextPreprocessor, "encode_entries", spy_encode)
+    for sentence_examples in (False, True):
+        seen.clear()
+        config = MLEConfig.quick(gold_mentions=False, sentence_examples=sentence_examples)
+        with pytest.raises(RuntimeError, match="stopped after encoding"):
+            mle.train_and_evaluate(config, fixture_2017_dir(), tmp_path / "run", tmp_path / "enriched")
+        added = [item for item in seen["training"] if item[0] not in seen["vocabulary"]]
+        [bean] = [entry_id for entry_id, texts in seen["training"] if texts == (text,)]
+        assert added == ([(f"{bean}/text1/sentence1", (sentence,))] if sentence_examples else [])
+        assert len(seen["training"]) == len(seen["vocabulary"]) + len(added)  # whole texts stay

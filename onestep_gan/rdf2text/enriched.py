@@ -148,7 +148,7 @@ def load_sentence_plans(split, enriched_dir=None):
     """Reads each reference text's sentences as the enriched corpus plans them.
 
     A `<lex>`'s `<sortedtripleset>` groups its triples by sentence, and its `<template>` with
-    `<references>` (one per tag, in text order) spells each sentence out. Returns
+    `<references>` (one per tag, in text order by their `number`) spells each sentence out. Returns
     `{text_key(text): ((triple strings, sentence text, ((entity, surface, type), ...)), ...)}`, one
     tuple per sentence, for the texts of two or more sentences whose template splits at ".", "!"
     or "?" into as many sentences as the plan has groups and holds one tag per reference;
@@ -169,13 +169,19 @@ def load_sentence_plans(split, enriched_dir=None):
             groups = [group for group in groups if group]
             if not text or len(groups) < 2:
                 continue
-            sentences = _template_sentences(lex.findtext("template") or "", list(lex.iter("reference")))
+            references = sorted(lex.iter("reference"), key=lambda reference: _number(reference.get("number")))
+            sentences = _template_sentences(lex.findtext("template") or "", references)
             if sentences is not None and len(sentences) == len(groups):
                 plans[text_key(text)] = tuple(
                     (group, words, found) for group, (words, found) in zip(groups, sentences)
                 )
     logger.info("Read the sentence plans of %d %s texts", len(plans), split)
     return plans
+
+
+def _number(text):
+    """A reference's `number`, its place in the text; one without a number goes last."""
+    return int(text) if text and text.isdigit() else float("inf")
 
 
 def _template_sentences(template, references):
