@@ -1,4 +1,4 @@
-"""Gold entity mentions from the enriched WebNLG corpus, for delexicalising references.
+"""Gold entity mentions and sentence plans from the enriched WebNLG corpus, for training.
 
 The enriched WebNLG (Castro Ferreira, Moussallem, Krahmer, Wubben: "Enriching the WebNLG
 corpus", INLG 2018; v1.6, `data/v1.6/en` of github.com/ThiagoCF05/webnlg) holds the same
@@ -19,6 +19,11 @@ also looks for.
 
 Pronouns are left out: "he" stays a word (the model writes it; a placeholder would put a name
 where the reference has a pronoun). Texts are matched by their words (whitespace-normalised).
+
+Each reference text's sentence plan (`<sortedtripleset>`: its triples grouped by sentence) and
+template give its sentences one by one with the triples each states: `load_sentence_plans` reads
+them, `sentence_entries` makes each sentence that names exactly its triples' entities a training
+entry of its own (`MLEConfig.sentence_examples`, off by default).
 """
 
 import dataclasses
