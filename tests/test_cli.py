@@ -36,6 +36,11 @@ def test_parse_triple_sets():
     ]
     with pytest.raises(ValueError, match="Line 1"):
         cli.parse_triple_sets(["Alan_Bean | birthPlace"])
+    # A separator left dangling at the end of a line separates nothing: it is not part of the object.
+    assert cli.parse_triple_sets(["A | b | C ;", "A | b | C ; "]) == [[Triple("A", "b", "C")]] * 2
+    assert cli.parse_triple_sets(["A | b | C;"]) == [[Triple("A", "b", "C;")]]  # ";" in an entity, as before
+    with pytest.raises(ValueError, match=r"Line 1: .* Received: ''"):
+        cli.parse_triple_sets(["A | b | C ;  ; D | e | F"])
 
 
 def test_train_writes_run_with_cli_overrides(trained_run):

@@ -79,13 +79,15 @@ def parse_triple_sets(lines):
 
     The separators are exactly ` ; ` and ` | ` (spaces included), so an entity may contain `;`
     or `|`. A blank line gives None (its output is a blank line, which keeps outputs aligned
-    with the input lines).
+    with the input lines). A ` ;` dangling at the end of a line separates nothing and is dropped.
     """
     from onestep_gan.rdf2text.webnlg import Triple
 
     triple_sets = []
     for line_number, line in enumerate(lines, start=1):
         line = line.strip()
+        if line.endswith(TRIPLE_SET_SEPARATOR.rstrip()):
+            line = line[: -len(TRIPLE_SET_SEPARATOR.rstrip())]
         if not line:
             triple_sets.append(None)
             continue
