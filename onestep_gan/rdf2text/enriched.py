@@ -193,8 +193,8 @@ def _template_sentences(template, references):
     """A template's sentences as `(text, ((entity, surface, type), ...))`, tags replaced by their
     references' words; None when tags and references do not pair one to one."""
     tokens = template.split()
-    tags = [index for index, token in enumerate(tokens) if _TAG.fullmatch(token)]
-    if not tokens or len(tags) != len(references) or any(
+    tag_count = sum(1 for token in tokens if _TAG.fullmatch(token))
+    if not tokens or tag_count != len(references) or any(
         _TAG.search(token) and not _TAG.fullmatch(token) for token in tokens
     ):
         return None
@@ -230,12 +230,12 @@ def sentence_entries(entries, plans):
     """
     result = []
     for entry in entries:
-        by_string = {TRIPLE_SEPARATOR.join(dataclasses.astuple(triple)): triple for triple in entry.triples}
+        spelt = [TRIPLE_SEPARATOR.join(dataclasses.astuple(triple)) for triple in entry.triples]
         for text_index, text in enumerate(entry.texts, start=1):
             for sentence_index, (group, sentence, found) in enumerate(plans.get(text_key(text), ()), start=1):
-                if not all(triple in by_string for triple in group):
+                if not set(group) <= set(spelt):
                     continue
-                triples = tuple(triple for triple in entry.triples if TRIPLE_SEPARATOR.join(dataclasses.astuple(triple)) in group)
+                triples = tuple(triple for triple, spelling in zip(entry.triples, spelt) if spelling in group)
                 entities = {part for triple in triples for part in (triple.subject, triple.object)}
                 named = {entity for entity, _, kind in found if kind != "pronoun"}
                 if named != entities:
