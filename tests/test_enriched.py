@@ -39,12 +39,16 @@ ENTRY = """<?xml version="1.0" ?>
 """
 
 
+def write_train_file(folder, size_folder, xml):
+    """An enriched corpus folder whose train split holds one file, `size_folder/Astronaut.xml`."""
+    (folder / "train" / size_folder).mkdir(parents=True)
+    (folder / "train" / size_folder / "Astronaut.xml").write_text(xml, encoding="utf-8")
+    return folder
+
+
 @pytest.fixture
 def enriched_dir(tmp_path):
-    folder = tmp_path / "enriched"
-    (folder / "train" / "2triples").mkdir(parents=True)
-    (folder / "train" / "2triples" / "Astronaut.xml").write_text(ENTRY, encoding="utf-8")
-    return folder
+    return write_train_file(tmp_path / "enriched", "2triples", ENTRY)
 
 
 def test_load_mentions_keeps_names_and_descriptions_and_drops_pronouns_and_misalignments(enriched_dir):
@@ -236,10 +240,7 @@ PLANNED_TRIPLES = (
 
 @pytest.fixture
 def planned_dir(tmp_path):
-    folder = tmp_path / "planned"
-    (folder / "train" / "3triples").mkdir(parents=True)
-    (folder / "train" / "3triples" / "Astronaut.xml").write_text(PLANNED, encoding="utf-8")
-    return folder
+    return write_train_file(tmp_path / "planned", "3triples", PLANNED)
 
 
 def test_sentence_plans_spell_out_each_planned_sentence(planned_dir):
