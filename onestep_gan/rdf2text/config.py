@@ -173,9 +173,9 @@ class MLEConfig(_Serialisable):
     # model can write a placeholder by its number without reading the source (the default model
     # partly does: swapping two entities of a source often leaves the next placeholder's
     # probability as it was, examples/webnlg_source_swap_probe.py). Decoding keeps the numbering.
-    # Needs `epoch_seeded_shuffle`. On the held-out split (docs/webnlg_levers.md, h6, one seed) the model then reads the source (the
-    # source-swap probe's mean drop 0.81 -> 3.84 nats) and binds worse: held-out wrong bindings
-    # 11.50% -> 17.26%, seen 0.53% -> 2.07%, held-out BLEU-2017 -2.8: off.
+    # Needs `epoch_seeded_shuffle`. On the held-out split (docs/webnlg_levers.md, h6, one seed) the
+    # model then reads the source (the source-swap probe's mean drop 0.81 -> 3.84 nats) and binds
+    # worse: held-out wrong bindings 11.50% -> 17.26%, seen 0.53% -> 2.07%, held-out BLEU-2017 -2.8: off.
     permute_placeholders: bool = False
     # Besides each train text, each of its sentences as a training example of its own, with the
     # triples the enriched WebNLG's sentence plan gives it (`enriched.sentence_entries`: only a
