@@ -132,6 +132,21 @@ def test_looser_forms_and_nested_mentions(aligner):
     assert judgement.num_no_evidence == 1
 
 
+def test_a_value_that_ends_with_its_own_period_ends_the_sentence_before_a_capitalised_word(aligner):
+    # Outputs write "Washington, D.C. He ..." with the value's period closing the sentence (not
+    # "D.C. . He"): the mention's context stops there, or the next sentence's "born" (a cue of
+    # occupation in this tiny corpus: "..., who served as a pilot, was born in ...") binds it elsewhere.
+    triples = (Triple("Alan_Bean", "birthPlace", "Washington,_D.C."), Triple("Alan_Bean", "occupation", "Test_pilot"))
+    for text in ("Alan Bean, a test pilot, is from Washington, D.C. He was born there.",
+                 "Alan Bean, a test pilot, is from Washington, D.C. . He was born there."):
+        assert aligner.judge(triples, text).labels == ("correct", "correct")
+    # Not before a lower-case word, and not after a value without a period of its own.
+    assert faithfulness._sentence_ends_after_values(
+        ["ENT_1", "is", "in", "ENT_2", "He", "ENT_2", "is", "ENT_3", "It", "ENT_2", "ENT_1"],
+        {"ENT_1": "Alan Bean", "ENT_2": "Washington, D.C.", "ENT_3": "Texas"},
+    ) == ["ENT_1", "is", "in", "ENT_2", ".", "He", "ENT_2", "is", "ENT_3", "It", "ENT_2", ".", "ENT_1"]
+
+
 def test_extra_entities(aligner):
     text = "Alan Bean was born in Wheeler, Texas and worked as a test pilot in Houston."
     judgement = aligner.judge(BEAN, text)

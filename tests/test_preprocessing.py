@@ -355,20 +355,25 @@ def test_relexicalise_does_not_double_a_word_at_an_entity_boundary():
         "Fort", "Worth", "Worth", "Texas"]
 
 
-def test_relexicalise_ends_a_text_with_one_period_after_a_value_that_ends_with_one():
-    # "Chelsea F.C." tokenises to "F.C" "." at the end of a text: the value's period closes the text,
-    # as train references write it ("plays for Chelsea F.C.", not "F.C..").
+def test_relexicalise_writes_one_period_after_a_value_that_ends_with_one():
+    # "Chelsea F.C." tokenises to "F.C" "." at the end of a text: the value's period closes the
+    # sentence, as train references write it ("plays for Chelsea F.C.", not "F.C..").
     entity_map = {"ENT_1": "Christian Panucci", "ENT_2": "Chelsea F.C.", "ENT_3": "Washington, D.C."}
     assert relexicalise(["ENT_1", "plays", "for", "ENT_2", "."], entity_map) == [
         "Christian", "Panucci", "plays", "for", "Chelsea", "F.C", "."]
     assert detokenize(relexicalise(["ENT_1", "plays", "for", "ENT_2", "."], entity_map)) == (
         "Christian Panucci plays for Chelsea F.C.")
-    # Inside a text the sentence's own period stays (the slot aligner reads sentences up to a "."),
-    # and so does any other punctuation after the value.
+    # Inside a text too ("... is Washington, D.C. Americans live there", not "D.C. . Americans"), as
+    # train references write it ("D.C. The country ...").
     assert relexicalise(["ENT_2", ".", "ENT_3", "is", "a", "capital", "."], entity_map) == [
-        "Chelsea", "F.C", ".", ".", "Washington", ",", "D.C", ".", "is", "a", "capital", "."]
+        "Chelsea", "F.C", ".", "Washington", ",", "D.C", ".", "is", "a", "capital", "."]
+    assert detokenize(relexicalise(["the", "capital", "is", "ENT_3", ".", "ENT_1", "lives", "there", "."],
+                                   entity_map)) == "the capital is Washington, D.C. Christian Panucci lives there."
+    # Any other punctuation after the value stays, and so does a period after any other value.
     assert relexicalise(["ENT_2", ",", "ENT_1", "."], entity_map) == ["Chelsea", "F.C", ".", ",", "Christian",
                                                                     "Panucci", "."]
+    assert relexicalise(["ENT_1", ".", "ENT_2", "."], entity_map) == [
+        "Christian", "Panucci", ".", "Chelsea", "F.C", "."]
     assert relexicalise(["ENT_1", "."], entity_map) == ["Christian", "Panucci", "."]
 
 

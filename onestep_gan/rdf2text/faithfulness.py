@@ -40,12 +40,14 @@ How the aligner works (`SlotAligner`):
    `min_count` times. Predicates are keyed by `split_predicate` words, lowercased, so "birthPlace"
    and "birth_place" share cues; each predicate also gets its own content words as side-free cues
    (that is all an unseen predicate has).
-3. Judging (`judge_delexicalised`): for each mention of a triple's object, `own` is the cue score
-   of the context for the triple's predicate and `rival` the best score for the predicates of the
-   other input triples (those with another object and another predicate). A mention is "bound
-   elsewhere" if `rival >= own + margin` and `rival >= min_rival`; the triple is "wrong" when all
-   its object mentions are bound elsewhere. Precision of "wrong" is preferred over recall: a
-   reference text should get very few errors.
+3. Judging (`judge_delexicalised`; `judge` first ends a sentence after a value that ends with its
+   own period and comes before a capitalised word: "Washington, D.C. Americans live there"): for
+   each mention of a triple's object, `own` is the cue score of the context for the triple's
+   predicate and `rival` the best score for the predicates of the other input triples (those with
+   another object and another predicate). A mention is "bound elsewhere" if `rival >= own +
+   margin` and `rival >= min_rival`; the triple is "wrong" when all its object mentions are bound
+   elsewhere. Precision of "wrong" is preferred over recall: a reference text should get very few
+   errors.
 4. Relations outside the input (`min_foreign`, off unless set): a mention is also bound elsewhere
    when its context matches a predicate that is *not in the input* far better than its own
    ("is located in the Straight-six engine" for `engine`, "born in 1 March 2001" for
@@ -265,6 +267,23 @@ def delexicalise_loosely(triples, text):
     return mentions.replace_loose_forms(tokens, _input_view(triples).entity_map)
 
 
+def _sentence_ends_after_values(tokens, entity_map):
+    """`tokens` with a "." after each placeholder of a value that ends with its own period ("Washington,
+    D.C.", "Edwin E. Aldrin, Jr.") and is followed by a capitalised word or another placeholder:
+    "... is Washington, D.C. Americans live there" ends a sentence at "D.C.", as "D.C. ." did before
+    `preprocessing.relexicalise` wrote one period there; a mention's context stops at it. Judging
+    only: the cues stay mined from the references as they are (with it, the changed background counts
+    move every cue weight a little and turn one correct dev output into a wrong binding)."""
+    output = []
+    for index, token in enumerate(tokens):
+        output.append(token)
+        following = tokens[index + 1] if index + 1 < len(tokens) else ""
+        if (preprocessing.is_placeholder(token) and entity_map.get(token, "").endswith(".")
+                and following[:1].isupper()):
+            output.append(".")
+    return output
+
+
 def context_features(tokens, position, subject, window=5, near=2):
     """Context features of the mention at `tokens[position]` (see the module docstring).
 
@@ -408,7 +427,7 @@ class SlotAligner:
         """Judges a surface text (a relexicalised output or a reference) against `triples`."""
         triples = tuple(triples)
         view = _input_view(triples)
-        tokens = delexicalise_loosely(triples, text)
+        tokens = _sentence_ends_after_values(delexicalise_loosely(triples, text), view.entity_map)
         return self._judge(triples, view, tokens)
 
     def judge_delexicalised(self, triples, tokens):

@@ -312,18 +312,18 @@ def relexicalise(tokens, entity_map, predicate_map=None):
     nothing. A word doubled at a placeholder's edge is written once, the value's form kept: "the
     ENT_1" with "The Star-Spangled Banner" -> "The Star-Spangled Banner", "ENT_2 season" with "2011
     PDL season" -> "2011 PDL season" (`relexicalise_predicates` does the same for predicates); a
-    text that ends with a value's period ("plays for Chelsea F.C.") gets no second one; a value
+    sentence that ends with a value's period ("plays for Chelsea F.C.") gets no second one; a value
     whose tokens would detokenise with other spacing is written as given (`_value_tokens`)."""
     output = []
     entity_end = None  # the last word of the entity just written
     tokens = relexicalise_predicates(tokens, predicate_map)
-    for index, token in enumerate(tokens):
+    for token in tokens:
         if not is_placeholder(token):
-            # A text that ends with "Chelsea F.C." ends with the value's own period: train references
-            # end with "F.C.", "D.C.", "Jr." 271 times and with a second period 10 times. (Inside a
-            # text the second period stays: without it the slot aligner reads on past the sentence.)
-            final_period = token == "." == entity_end and index == len(tokens) - 1
-            if not _same_word(token, entity_end) and not final_period:
+            # A sentence that ends with "Chelsea F.C." ends with the value's own period: train
+            # references end a text with "F.C.", "D.C.", "Jr." 271 times and with a second period 10
+            # times; inside a text "D.C." starts the next word 28 times and "D.C.." once.
+            value_period = token == "." == entity_end
+            if not _same_word(token, entity_end) and not value_period:
                 output.append(token)
             entity_end = None
         elif token in entity_map:
