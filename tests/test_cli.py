@@ -294,6 +294,32 @@ def test_the_readmes_triplesets_outside_webnlg_are_valid_generate_input():
     assert all(2 <= len(triples) <= 4 for triples in triple_sets)
 
 
+def readme_example_block():
+    """The README's first example block (RDF-to-text section): (input lines, output lines)."""
+    lines = (REPO_ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("## RDF-to-text on WebNLG"))
+    inputs, outputs = [], []
+    for line in lines[start:]:
+        if line.startswith("        -> "):
+            outputs.append(line[len("        -> "):])
+        elif line.startswith("    ") and not line.startswith("     "):
+            inputs.append(line[4:])
+        elif inputs and line.strip() and not line.startswith(" "):
+            break
+    return inputs, outputs
+
+
+def test_the_readmes_examples_are_the_inputs_of_examples_readme_examples_txt():
+    """`generate --input examples/readme_examples.txt` reproduces the README's examples: the file
+    holds exactly the README's inputs, in order, one output each, and is valid `generate` input."""
+    inputs, outputs = readme_example_block()
+    path = REPO_ROOT / "examples" / "readme_examples.txt"
+    assert path.read_text(encoding="utf-8").splitlines() == inputs
+    assert len(inputs) == len(outputs) == 10
+    triple_sets = cli.parse_triple_sets(inputs)
+    assert [triples[0].subject for triples in triple_sets][:2] == ["Alan_Bean", "Lyon_Airport"]
+
+
 def test_template_fallback_example_applies_the_fallback_to_a_runs_outputs(trained_run, tmp_path, monkeypatch, capsys):
     """examples/webnlg_template_fallback.py: the run's test outputs, each kept or replaced by its
     template as `generate --unfaithful template` would, and the templates of every entry."""
