@@ -310,9 +310,9 @@ def readme_example_block():
 
 
 def test_the_readmes_examples_are_the_inputs_of_examples_readme_examples_txt():
-    """The README's examples are the outputs of `generate --input examples/readme_examples.txt`:
-    the file holds exactly the README's inputs, in order, each shown with one output, and is
-    valid `generate` input."""
+    """`generate --input examples/readme_examples.txt` reruns the README's examples: the file holds
+    exactly the README's inputs, in order, each shown with one output, and is valid `generate`
+    input. (That the outputs are the committed defaults' is checked by hand with a trained run.)"""
     inputs, outputs = readme_example_block()
     path = REPO_ROOT / "examples" / "readme_examples.txt"
     assert path.read_text(encoding="utf-8").splitlines() == inputs
