@@ -5,6 +5,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import atexit
 import functools
+import importlib.util
 import pathlib
 import shutil
 import tempfile
@@ -18,6 +19,16 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures" / "webnlg"
 # enriched fixture matching the 2017 fixture's texts (a text it does not hold, e.g. of the real
 # corpus, simply has no gold mentions). Child processes inherit it.
 os.environ.setdefault("WEBNLG_ENRICHED_DIR", str(FIXTURES / "enriched"))
+
+
+def load_example(file_name, module_name=None):
+    """The script `examples/FILE_NAME` as a module (examples/ is not a package), run as an import:
+    its `main` does not run. `module_name` names it (default: the file's stem)."""
+    path = REPO_ROOT / "examples" / file_name
+    spec = importlib.util.spec_from_file_location(module_name or path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @functools.lru_cache(maxsize=None)

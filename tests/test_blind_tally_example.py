@@ -1,6 +1,5 @@
 """examples/webnlg_blind_tally.py: a blind reading's verdicts counted per run through the key."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -8,18 +7,11 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT, fixture_2017_dir
+from tests.conftest import REPO_ROOT, fixture_2017_dir, load_example
 
 
-def _load(name, file_name):
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "examples" / file_name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-blind_tally = _load("blind_tally", "webnlg_blind_tally.py")
-read_sample = _load("read_sample_for_tally", "webnlg_read_sample.py")
+blind_tally = load_example("webnlg_blind_tally.py", "blind_tally")
+read_sample = load_example("webnlg_read_sample.py", "read_sample_for_tally")
 
 KEY = {"1": {"entry": "dev/Id1", "A": "cand.txt", "B": "base.txt"},
        "2": {"entry": "dev/Id2", "A": "base.txt", "B": "cand.txt"},

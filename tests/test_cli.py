@@ -8,7 +8,7 @@ import pytest
 from onestep_gan.rdf2text import cli, evaluation
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.webnlg import Triple
-from tests.conftest import REPO_ROOT, fixture_2017_dir
+from tests.conftest import REPO_ROOT, fixture_2017_dir, load_example
 
 FIXTURE_2017 = fixture_2017_dir()
 
@@ -324,14 +324,10 @@ def test_the_readmes_examples_are_the_inputs_of_examples_readme_examples_txt():
 def test_template_fallback_example_applies_the_fallback_to_a_runs_outputs(trained_run, tmp_path, monkeypatch, capsys):
     """examples/webnlg_template_fallback.py: the run's test outputs, each kept or replaced by its
     template as `generate --unfaithful template` would, and the templates of every entry."""
-    import importlib.util
-
     from onestep_gan.rdf2text import runs, templates, webnlg
 
     monkeypatch.syspath_prepend(str(REPO_ROOT / "examples"))
-    spec = importlib.util.spec_from_file_location("template_fallback", REPO_ROOT / "examples" / "webnlg_template_fallback.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_example("webnlg_template_fallback.py", "template_fallback")
     out_dir = tmp_path / "fallback"
     script.main(["--run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017), "--split", "test", "--out-dir", str(out_dir)])
     config = runs.load_config(trained_run / runs.CONFIG_FILE)

@@ -2,7 +2,6 @@
 runs' weights mixed, and the rows of a run with held-out categories."""
 
 import contextlib
-import importlib.util
 import io
 import warnings
 
@@ -13,12 +12,10 @@ import pytest
 from onestep_gan.rdf2text import mle, webnlg
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
 from onestep_gan.rdf2text.vocabulary import Vocabulary
-from tests.conftest import REPO_ROOT, fixture_2017_dir
+from tests.conftest import fixture_2017_dir, load_example
 from tests.test_mle import fixture_with_an_airport_dev_entry, tiny_config
 
-_spec = importlib.util.spec_from_file_location("decoding_sweep", REPO_ROOT / "examples" / "webnlg_decoding_sweep.py")
-decoding_sweep = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(decoding_sweep)
+decoding_sweep = load_example("webnlg_decoding_sweep.py", "decoding_sweep")
 
 
 def _preprocessor_and_examples():

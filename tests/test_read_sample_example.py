@@ -1,15 +1,12 @@
 """examples/webnlg_read_sample.py: the blind A/B comparison of two runs' outputs."""
 
-import importlib.util
 import json
 
 import pytest
 
-from tests.conftest import REPO_ROOT, fixture_2017_dir
+from tests.conftest import fixture_2017_dir, load_example
 
-_spec = importlib.util.spec_from_file_location("read_sample", REPO_ROOT / "examples" / "webnlg_read_sample.py")
-read_sample = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(read_sample)
+read_sample = load_example("webnlg_read_sample.py", "read_sample")
 
 
 def test_blind_pairs_show_only_differing_entries_in_a_recorded_order(tmp_path, capsys):

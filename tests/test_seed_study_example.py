@@ -1,17 +1,12 @@
 """examples/webnlg_seed_study.py: the stages it starts (the commands, not the stages themselves)."""
 
-import importlib.util
 import json
-import pathlib
 
-SCRIPT = pathlib.Path(__file__).parents[1] / "examples" / "webnlg_seed_study.py"
+from tests.conftest import load_example
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("webnlg_seed_study", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("webnlg_seed_study.py")
 
 
 def test_each_stage_gets_the_seed_weight_and_the_corpus_folders(tmp_path, monkeypatch):

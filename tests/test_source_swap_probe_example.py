@@ -2,7 +2,6 @@
 and its table for a run with held-out categories."""
 
 import contextlib
-import importlib.util
 import io
 import warnings
 
@@ -12,12 +11,10 @@ import pytest
 
 from onestep_gan.rdf2text import mle, runs
 from onestep_gan.rdf2text.preprocessor import EncodedExample
-from tests.conftest import REPO_ROOT
+from tests.conftest import load_example
 from tests.test_mle import fixture_with_an_airport_dev_entry, tiny_config
 
-_spec = importlib.util.spec_from_file_location("swap_probe", REPO_ROOT / "examples" / "webnlg_source_swap_probe.py")
-swap_probe = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(swap_probe)
+swap_probe = load_example("webnlg_source_swap_probe.py", "swap_probe")
 
 
 def test_each_pair_of_source_placeholders_is_swapped_once():

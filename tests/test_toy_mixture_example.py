@@ -1,20 +1,14 @@
 """Tests for examples/toy_mixture.py: the metric on hand-made points, and a shrunken run."""
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 
-EXAMPLE_PATH = pathlib.Path(__file__).resolve().parents[1] / "examples" / "toy_mixture.py"
+from tests.conftest import load_example
 
 
 @pytest.fixture(scope="module")
 def toy_mixture():
-    spec = importlib.util.spec_from_file_location("toy_mixture", EXAMPLE_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("toy_mixture.py")
 
 
 def test_ring_centers_lie_on_the_circle(toy_mixture):
