@@ -21,11 +21,11 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures" / "webnlg"
 os.environ.setdefault("WEBNLG_ENRICHED_DIR", str(FIXTURES / "enriched"))
 
 
-def load_example(file_name, module_name=None):
-    """The script `examples/FILE_NAME` as a module (examples/ is not a package), run as an import:
-    its `main` does not run. `module_name` names it (default: the file's stem)."""
+def load_example(file_name):
+    """The script `examples/FILE_NAME` as a module named for its stem (examples/ is not a package),
+    run as an import: its `main` does not run."""
     path = REPO_ROOT / "examples" / file_name
-    spec = importlib.util.spec_from_file_location(module_name or path.stem, path)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -10,8 +10,8 @@ import pytest
 from tests.conftest import REPO_ROOT, fixture_2017_dir, load_example
 
 
-blind_tally = load_example("webnlg_blind_tally.py", "blind_tally")
-read_sample = load_example("webnlg_read_sample.py", "read_sample_for_tally")
+blind_tally = load_example("webnlg_blind_tally.py")
+read_sample = load_example("webnlg_read_sample.py")
 
 KEY = {"1": {"entry": "dev/Id1", "A": "cand.txt", "B": "base.txt"},
        "2": {"entry": "dev/Id2", "A": "base.txt", "B": "cand.txt"},

@@ -327,7 +327,7 @@ def test_template_fallback_example_applies_the_fallback_to_a_runs_outputs(traine
     from onestep_gan.rdf2text import runs, templates, webnlg
 
     monkeypatch.syspath_prepend(str(REPO_ROOT / "examples"))
-    script = load_example("webnlg_template_fallback.py", "template_fallback")
+    script = load_example("webnlg_template_fallback.py")
     out_dir = tmp_path / "fallback"
     script.main(["--run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017), "--split", "test", "--out-dir", str(out_dir)])
     config = runs.load_config(trained_run / runs.CONFIG_FILE)

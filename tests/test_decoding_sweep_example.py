@@ -15,7 +15,7 @@ from onestep_gan.rdf2text.vocabulary import Vocabulary
 from tests.conftest import fixture_2017_dir, load_example
 from tests.test_mle import fixture_with_an_airport_dev_entry, tiny_config
 
-decoding_sweep = load_example("webnlg_decoding_sweep.py", "decoding_sweep")
+decoding_sweep = load_example("webnlg_decoding_sweep.py")
 
 
 def _preprocessor_and_examples():

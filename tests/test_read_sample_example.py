@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import fixture_2017_dir, load_example
 
-read_sample = load_example("webnlg_read_sample.py", "read_sample")
+read_sample = load_example("webnlg_read_sample.py")
 
 
 def test_blind_pairs_show_only_differing_entries_in_a_recorded_order(tmp_path, capsys):

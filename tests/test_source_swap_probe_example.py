@@ -14,7 +14,7 @@ from onestep_gan.rdf2text.preprocessor import EncodedExample
 from tests.conftest import load_example
 from tests.test_mle import fixture_with_an_airport_dev_entry, tiny_config
 
-swap_probe = load_example("webnlg_source_swap_probe.py", "swap_probe")
+swap_probe = load_example("webnlg_source_swap_probe.py")
 
 
 def test_each_pair_of_source_placeholders_is_swapped_once():
