@@ -245,6 +245,19 @@ def test_evaluate_subjects_judges_with_the_subject_check(tmp_path, monkeypatch):
     assert used == [False, True]
 
 
+def test_evaluate_attachments_judges_with_the_attachment_check(tmp_path, monkeypatch):
+    """`--attachments` scores with `SlotAligner(attachments=True)` (what it catches: test_faithfulness)."""
+    hypotheses = tmp_path / "test_hypotheses.txt"
+    hypotheses.write_text("Aarhus Airport serves Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
+    used = []
+    original = evaluation.write_report
+    monkeypatch.setattr(evaluation, "write_report",
+                        lambda *args, aligner=None, **kwargs: used.append(aligner.attachments) or original(*args, aligner=aligner, **kwargs))
+    base = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
+    assert cli.main(base) == 0 and cli.main(base + ["--attachments"]) == 0
+    assert used == [False, True]
+
+
 def test_evaluate_rejects_wrong_line_count(tmp_path):
     hypotheses = tmp_path / "hyp.txt"
     hypotheses.write_text("only one line\n")

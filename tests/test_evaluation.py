@@ -233,6 +233,10 @@ def test_check_text_labels_each_triple_and_says_why_one_is_wrong():
     born = [Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas")]
     assert evaluation.check_text(checker, born, "Alan Bean is the birth place of Wheeler, Texas.")["triples"][0]["reason"] == "swapped"
     assert evaluation.check_text(checker, born, "Alan Bean was born in Wheeler, Texas.")["faithful"] is True
+    rocket = [Triple("Ariane_5", "launchSite", "Guiana_Space_Centre"), Triple("Ariane_5", "diameter", "5.4 (metres)")]
+    attached = evaluation.check_text(SlotAligner({}, attachments=True), rocket,  # no cues: only this check
+                                     "The diameter of Ariane 5 is Guiana Space Centre and the diameter is 5.4 metres.")
+    assert [t["reason"] for t in attached["triples"]] == ["attached elsewhere", None]
     # Every triple "correct" by the aligner (a subject may go unnamed), but Alfa Romeo 164 is named nowhere.
     unnamed = evaluation.check_text(checker, car, "The capital of Italy is Rome.")
     assert [t["label"] for t in unnamed["triples"]] == ["correct", "correct"]

@@ -384,6 +384,69 @@ def test_subjects_call_a_relation_stated_of_another_input_entity_wrong(aligner):
     assert SlotAligner.from_config(checking.get_config()).subjects is True
 
 
+def test_attached_entities_reads_what_a_predicates_own_words_are_stated_of():
+    """`attached_entities`: the placeholder after the predicate's words over "of", "is", articles,
+    then the one behind a copula; the one before "'s" or ", whose"; none after "this"/"that"; not a
+    determiner ("NASA 's"); and "the PRED_a of the PRED_b is X" attaches X to PRED_a only."""
+    attached = faithfulness.attached_entities
+    tokens = "The PRED_2 of ENT_1 is ENT_2 and the PRED_2 is ENT_3 .".split()
+    assert attached(tokens, 1) == [3, 5]
+    assert attached(tokens, 8) == [10]
+    assert attached("ENT_1 has a PRED_1 of ENT_2 .".split(), 3) == [5]
+    assert attached("ENT_1 's PRED_1 is ENT_2 .".split(), 2) == [4, 0]
+    assert attached("ENT_1 , whose PRED_1 is ENT_2 , flies .".split(), 3) == [5, 0]
+    assert attached("The leaders of that PRED_1 are ENT_2 .".split(), 4) == []
+    assert attached("ENT_1 PRED_1 ENT_4 's ENT_2 mission .".split(), 1) == []
+    assert attached("The PRED_1 of the PRED_2 is ENT_2 .".split(), 4) == []
+    assert attached("The PRED_1 of the PRED_2 is ENT_2 .".split(), 1) == []  # a predicate, not an entity, follows
+    assert attached("ENT_1 was born in the PRED_1 , near ENT_2 .".split(), 5) == []  # a comma ends it
+    assert attached("The PRED_1 is one of the many of ENT_2 .".split(), 1) == []  # too far
+
+
+def test_attachments_call_a_value_attached_to_another_relations_words_wrong():
+    """With `attachments`, a value whose every mention the text attaches to the own words of an
+    input relation it does not belong to is wrong, and so is a relation stated of its value only next
+    to an entity that does not hold it. No cue is needed: an aligner without any judges it."""
+    checking = SlotAligner({}, attachments=True)
+    rocket = (Triple("Ariane_5", "launchSite", "Guiana_Space_Centre"), Triple("Ariane_5", "diameter", "5.4 (metres)"))
+    wrong = checking.judge(rocket, "The diameter of Ariane 5 is Guiana Space Centre and the diameter is 5.4 metres.")
+    assert wrong.labels == ("wrong", "correct")
+    assert wrong.triples[0].attached and wrong.triples[0].rival_predicate == "diameter"
+    assert not wrong.triples[1].attached
+    assert wrong.to_dict()["details"][0]["attached"] is True
+    assert SlotAligner({}).judge(rocket, "The diameter of Ariane 5 is Guiana Space Centre.").labels == (
+        "correct", "missing")  # off by default
+    right = (
+        "The launch site of Ariane 5 is Guiana Space Centre and its diameter is 5.4 metres.",
+        "Ariane 5, whose diameter is 5.4 metres, was launched from Guiana Space Centre.",
+        "Guiana Space Centre is the launch site of Ariane 5, which has a diameter of 5.4 metres.",
+    )
+    assert [checking.judge(rocket, text).labels for text in right] == [("correct", "correct")] * 3
+    # The relation stated of a wrong entity: "The manager of Abel Hernandez is Jorge da Silva".
+    club = (Triple("Abel_Hernández", "youthclub", "Peñarol"), Triple("Peñarol", "manager", "Jorge_da_Silva"))
+    stated = checking.judge(club, "The manager of Abel Hernández is Jorge da Silva. His youth club was Peñarol.")
+    assert stated.labels == ("correct", "wrong") and stated.triples[1].attached
+    fine = checking.judge(club, "The manager of Peñarol is Jorge da Silva. Abel Hernández played for Peñarol.")
+    assert fine.labels == ("correct", "correct")
+    # A compound ("the Karnataka region of India") and an anaphor ("that country") attach nothing.
+    dish = (Triple("Bhajji", "region", "Karnataka"), Triple("Bhajji", "country", "India"),
+            Triple("India", "leader", "Narendra_Modi"))
+    text = "Bhajji comes from the Karnataka region of India. The leader of that country is Narendra Modi."
+    assert checking.judge(dish, text).labels == ("correct", "correct", "correct")
+    # Relations too alike to tell apart hold each other's values ("the main ingredients are bacon").
+    sandwich = (Triple("Bacon_sandwich", "ingredient", "Bacon"), Triple("Bacon_sandwich", "mainIngredients", "Bread"))
+    text = "The main ingredients of the Bacon sandwich are bacon and bread."
+    assert checking.judge(sandwich, text).labels == ("correct", "correct")
+    # The delexicalised path (the reranker's) gives the same verdict; the setting round-trips, and an
+    # aligner saved before it loads with it off.
+    tokens = "The diameter of ENT_1 is ENT_2 and the diameter is ENT_3 .".split()
+    assert checking.judge_delexicalised(rocket, tokens).labels == ("wrong", "correct")
+    assert SlotAligner.from_config(checking.get_config()).attachments is True
+    config = checking.get_config()
+    del config["attachments"]
+    assert SlotAligner.from_config(config).attachments is False
+
+
 _HASH_SEED_PROBE = """
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.webnlg import Triple

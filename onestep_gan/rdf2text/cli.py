@@ -262,6 +262,7 @@ def _evaluate(args):
     aligner = SlotAligner.from_entries(
         runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", aligner_holdout),
         min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
+        attachments=args.attachments,
     )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
@@ -382,6 +383,11 @@ def build_parser():
         "--subjects", action="store_true",
         help='slot errors also count relations stated of an input entity that is not their subject ("the capital '
         'of Alfa Romeo 164 is Rome" for Italy capital Rome)',
+    )
+    evaluate.add_argument(
+        "--attachments", action="store_true",
+        help='slot errors also count values attached to another input relation\'s own words ("the diameter of '
+        'Ariane 5 is Guiana Space Centre" for Ariane_5 launchSite Guiana_Space_Centre)',
     )
     evaluate.add_argument(
         "--whole-train-aligner", action="store_true",

@@ -230,13 +230,15 @@ def check_text(aligner, triples, text):
     label ("correct", "missing", "wrong") and, for "wrong", why: "bound elsewhere" (the value sits
     where another relation's words are), "swapped" (subject and object, or the relation stated
     backwards), "outside the input" (stated under a relation the input does not have), "wrong
-    subject" (the relation stated of another input entity)."""
+    subject" (the relation stated of another input entity), "attached elsewhere" (the value, or the
+    relation, attached to another relation's own words: `SlotAligner(attachments=True)`)."""
     judgement = aligner.judge(triples, text)
     records = []
     for triple in judgement.triples:
         reason = None
         if triple.label == "wrong":
-            reason = ("wrong subject" if triple.wrong_subject else "swapped" if triple.swapped
+            reason = ("wrong subject" if triple.wrong_subject else "attached elsewhere" if triple.attached
+                      else "swapped" if triple.swapped
                       else "outside the input" if triple.foreign else "bound elsewhere")
         records.append({"subject": triple.triple.subject, "predicate": triple.triple.predicate,
                         "object": triple.triple.object, "label": triple.label, "reason": reason})

@@ -74,6 +74,18 @@ How the aligner works (`SlotAligner`):
    the language of Great Britain"), and compounds ("the Catalonia region of Spain"). No cue is
    needed, so it holds for unseen predicates too; the subject may still be unnamed or a pronoun.
 
+7. Values attached to another relation's own words (`attachments`, off unless set): "The diameter
+   of Ariane 5 is Guiana Space Centre" for `Ariane_5 launchSite Guiana_Space_Centre ; Ariane_5
+   diameter 5.4`. The predicates' own words in the text are found as `preprocessing` finds them
+   for predicate placeholders, and each such phrase is attached to the entities it names
+   (`attached_entities`: "the P of ENT_x is ENT_y", "ENT_x 's P", "ENT_x, whose P is ENT_y", "has a P
+   of ENT_y"). An entity attached to a predicate that no input triple of that predicate (or of a
+   similar one) holds is misattached. A triple is "wrong" with `attached` set when every mention
+   of its object is misattached, or when its relation is stated, in its own words, of its object
+   only together with a misattached entity ("The manager of Abel Hernandez is Jorge da Silva" for
+   `Penarol manager Jorge_da_Silva`). No mined cue is needed, so it holds for unseen predicates,
+   where the cues of 3 are only the predicate's words and too weak to call a binding wrong.
+
 Everything is pure Python with dictionaries; judging a delexicalised beam candidate takes tens of
 microseconds, so `judge_delexicalised` can rerank beams.
 """
@@ -144,6 +156,9 @@ class TripleJudgement:
             has (`rival_predicate` names it).
         wrong_subject: "wrong" because the text states the triple's relation of another input
             entity ("the capital of Alfa Romeo 164" for `Italy | capital | Rome`; `subjects`).
+        attached: "wrong" because the object is attached to another relation's own words, or the
+            relation to an entity that does not hold it (`attachments`; `rival_predicate` names the
+            other relation).
     """
 
     triple: object
@@ -155,6 +170,7 @@ class TripleJudgement:
     swapped: bool = False
     foreign: bool = False
     wrong_subject: bool = False
+    attached: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,7 +232,8 @@ class TextJudgement:
                 {"triple": " | ".join((t.triple.subject, t.triple.predicate, t.triple.object)),
                  "label": t.label, "own": round(t.own, 3), "rival": round(t.rival, 3),
                  "rival_predicate": t.rival_predicate, "no_evidence": t.no_evidence,
-                 "swapped": t.swapped, "foreign": t.foreign, "wrong_subject": t.wrong_subject}
+                 "swapped": t.swapped, "foreign": t.foreign, "wrong_subject": t.wrong_subject,
+                 "attached": t.attached}
                 for t in self.triples
             ],
         }
@@ -230,11 +247,13 @@ class _Input:
     slots: tuple  # per triple: (subject placeholder, object placeholder, predicate)
     nested_in: dict  # placeholder -> placeholders whose entity's words contain its entity's
     predicate_keys: frozenset  # `predicate_key` of every input predicate
+    predicate_map: dict  # predicate placeholder -> its words (`preprocessing.delexicalise`)
+    predicates_of: dict  # predicate placeholder -> the input predicates it stands for
 
 
 @functools.lru_cache(maxsize=4096)
 def _input_view(triples):
-    example = preprocessing.delexicalise(list(triples))
+    example = preprocessing.delexicalise(list(triples), predicate_placeholders=True)
     tokens = example.source_tokens
     slots, position = [], 0
     for triple in triples:
@@ -255,7 +274,14 @@ def _input_view(triples):
         for inner, inner_keys in keys.items() if inner_keys
     }
     predicate_keys = frozenset(predicate_key(triple.predicate) for triple in triples)
-    return _Input(dict(example.entity_map), tuple(slots), nested_in, predicate_keys)
+    placeholder_of = {words: placeholder for placeholder, words in example.predicate_map.items()}
+    predicates_of = collections.defaultdict(list)
+    for triple in triples:
+        placeholder = placeholder_of[preprocessing.split_predicate(triple.predicate)]
+        if triple.predicate not in predicates_of[placeholder]:
+            predicates_of[placeholder].append(triple.predicate)
+    return _Input(dict(example.entity_map), tuple(slots), nested_in, predicate_keys,
+                  dict(example.predicate_map), {key: tuple(value) for key, value in predicates_of.items()})
 
 
 def delexicalise_loosely(triples, text):
@@ -337,11 +363,13 @@ class SlotAligner:
             ("ENT_1 is the birth place of ENT_2" for `ENT_1 birthPlace ENT_2`; module docstring, 5).
         subjects: also call "wrong" a relation stated, in its own words, of an input entity that
             is not its subject ("the capital of ENT_3" for `ENT_1 capital ENT_2`; module docstring, 6).
+        attachments: also call "wrong" a value attached to another input relation's own words
+            ("the diameter of ENT_1 is ENT_3" for `ENT_1 launchSite ENT_3`; module docstring, 7).
     """
 
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
                  max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2,
-                 min_foreign=None, inversions=False, subjects=False):
+                 min_foreign=None, inversions=False, subjects=False, attachments=False):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
@@ -355,6 +383,7 @@ class SlotAligner:
         self.min_foreign = None if min_foreign is None else float(min_foreign)
         self.inversions = bool(inversions)
         self.subjects = bool(subjects)
+        self.attachments = bool(attachments)
         self._postings = None  # feature -> [(predicate key, weight)], built when first needed
         self._gazetteer_index = mentions.gazetteer_index(self.gazetteer)
         self._weights_cache = {}
@@ -452,6 +481,8 @@ class SlotAligner:
             self._judge_triple(triple, slot, view, tokens, positions)
             for triple, slot in zip(triples, view.slots)
         ]
+        if self.attachments:
+            judgements = self._check_attachments(judgements, view, tokens)
         if self.subjects:
             lemmas, entities = [_lemma(token) for token in tokens], frozenset(view.entity_map)
             judgements = [
@@ -490,6 +521,60 @@ class SlotAligner:
         if stated_of & holders or not stated_of - ignored:
             return judgement
         return dataclasses.replace(judgement, label="wrong", no_evidence=False, wrong_subject=True)
+
+    def _check_attachments(self, judgements, view, tokens):
+        """`judgements` with the triples whose values the text attaches to another relation's own
+        words made "wrong" (`attached`; module docstring, 7)."""
+        phrases = preprocessing.delexicalise_predicates(tokens, view.predicate_map)
+        # Which input entities may stand next to each predicate's words: those of its triples and
+        # of triples with a predicate too like it to tell apart ("ingredient", "main ingredients").
+        holders = {
+            placeholder: {entity for subject, object_, predicate in view.slots
+                          if any(self.similar_predicates(own, predicate) for own in predicates)
+                          for entity in (subject, object_)}
+            for placeholder, predicates in view.predicates_of.items()
+        }
+        misattached = collections.defaultdict(list)  # entity -> one flag per mention, in order
+        mentions_seen = collections.Counter()
+        flags = {}  # position in `phrases` -> misattached there (first predicate that misattaches it)
+        statements = []  # (predicate placeholder, attached entities, misattached entities)
+        for position, token in enumerate(phrases):
+            if token not in holders or (position and phrases[position - 1] in holders[token]):
+                continue  # not a predicate's words, or a compound ("the ENT_3 region of ENT_2")
+            attached = attached_entities(phrases, position)
+            wrong = [phrases[index] for index in attached
+                     if phrases[index] in view.entity_map and phrases[index] not in holders[token]]
+            statements.append((token, attached, wrong))
+            for index in attached:
+                if phrases[index] in wrong:
+                    flags.setdefault(index, token)
+        for position, token in enumerate(phrases):
+            if token in view.entity_map:
+                misattached[token].append(flags.get(position))
+                mentions_seen[token] += 1
+        output = []
+        for judgement, (subject, object_, predicate) in zip(judgements, view.slots):
+            if judgement.label != "correct":
+                output.append(judgement)
+                continue
+            rival = None
+            object_flags = misattached.get(object_, ())
+            if object_flags and all(object_flags):
+                rival = object_flags[0]
+            else:  # the relation stated of its value only next to an entity that does not hold it
+                own = [(attached, wrong) for placeholder, attached, wrong in statements
+                       if predicate in view.predicates_of[placeholder]
+                       and any(phrases[index] == object_ for index in attached)]
+                if own and all(wrong for _, wrong in own):
+                    rival = next(placeholder for placeholder, predicates in view.predicates_of.items()
+                                 if predicate in predicates)
+            if rival is None:
+                output.append(judgement)
+            else:
+                output.append(dataclasses.replace(
+                    judgement, label="wrong", no_evidence=False, attached=True,
+                    rival_predicate=view.predicates_of[rival][0]))
+        return output
 
     def _judge_triple(self, triple, slot, view, tokens, positions):
         subject, object_, predicate = slot
@@ -643,11 +728,12 @@ class SlotAligner:
             "min_foreign": self.min_foreign,
             "inversions": self.inversions,
             "subjects": self.subjects,
+            "attachments": self.attachments,
         }
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        return cls(**{"attachments": False, **config})  # an aligner.json saved before the option
 
     def save(self, path):
         path = pathlib.Path(path)
@@ -737,6 +823,56 @@ def _of_phrase_mention(tokens, position, subject, predicate):
     start = of - len(words)
     return (tokens[of].lower() in relation_prepositions(words) and start >= 0
             and tuple(_lemma(token) for token in tokens[start:of]) == words)
+
+
+_ATTACHING = frozenset("of is are was were the a an :".split())
+_ANAPHORIC = frozenset("this that these those".split())
+
+
+def attached_entities(tokens, position):
+    """Positions of the entity placeholders that the predicate placeholder at `tokens[position]`
+    is stated of (`tokens` as `preprocessing.delexicalise_predicates` writes them):
+
+    - the first placeholder after it over "of", "is", "the", "a", ":" ... ("the PRED of ENT_1",
+      "PRED is ENT_2", "has a PRED of ENT_2"), and after that one the placeholder behind a copula
+      ("the PRED of ENT_1 is [the] ENT_2");
+    - the placeholder before "'s" or ", whose" ("ENT_1 's PRED", "ENT_1, whose PRED").
+
+    None after "this"/"that", where the phrase names a kind, not a relation ("the leaders of that
+    country are ..."). (`SlotAligner` also skips a phrase right after an entity that holds the
+    relation, a compound: "the Karnataka region of India".) A placeholder
+    followed by "'s" is a determiner ("PRED NASA 's Apollo 12"), and "the PRED_a of the PRED_b is X"
+    states PRED_a of X, not PRED_b: neither is attached.
+    """
+    if position and tokens[position - 1].lower() in _ANAPHORIC:
+        return []
+    found = []
+    inner = position >= 1 and tokens[position - 1].lower() == "of" or (
+        position >= 2 and tokens[position - 1].lower() == "the" and tokens[position - 2].lower() == "of")
+    index = position + 1
+    while index < len(tokens) and index - position <= 4:
+        token = tokens[index]
+        if preprocessing.is_placeholder(token):
+            if index + 1 < len(tokens) and tokens[index + 1] == "'s":
+                break
+            found.append(index)
+            after = index + 1
+            if after < len(tokens) and tokens[after].lower() in _COPULAS:
+                after += 1
+                if after < len(tokens) and tokens[after].lower() in _ARTICLES:
+                    after += 1
+                if after < len(tokens) and preprocessing.is_placeholder(tokens[after]):
+                    found.append(after)
+            break
+        if token.lower() not in _ATTACHING or (inner and token.lower() in _COPULAS):
+            break
+        index += 1
+    if position >= 2 and tokens[position - 1].lower() in ("'s", "whose") and preprocessing.is_placeholder(tokens[position - 2]):
+        found.append(position - 2)
+    if (position >= 3 and tokens[position - 1].lower() == "whose" and tokens[position - 2] == ","
+            and preprocessing.is_placeholder(tokens[position - 3])):
+        found.append(position - 3)
+    return found
 
 
 def _stated_subjects(tokens, lemmas, words, entities):

@@ -287,7 +287,7 @@ def delexicalise(triples, text=None, predicate_placeholders=False, mentions=(), 
                 known_forms.setdefault(placeholder, []).append(surface)
         target_tokens = _delexicalise_text(tokenize(text), entity_map, known_forms)
         if predicate_map:
-            target_tokens = _delexicalise_predicates(target_tokens, predicate_map)
+            target_tokens = delexicalise_predicates(target_tokens, predicate_map)
     return DelexicalisedExample(source_tokens, target_tokens, entity_map, predicate_map)
 
 
@@ -633,7 +633,7 @@ def _replace_form(tokens, keys, key_token, form, placeholder, replacement, cover
     return found
 
 
-def _delexicalise_predicates(tokens, predicate_map):
+def delexicalise_predicates(tokens, predicate_map):
     """Replaces verbatim mentions of the predicates' words in `tokens` (whole tokens, ignoring
     case, not over placeholders) by predicate placeholders, longest phrases first; phrases of
     stopwords only are left alone."""
