@@ -152,7 +152,8 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
                             "--rerank-min-foreign", "none", "--no-rerank-stated-relations",
                             "--constrain-placeholders"]) == 0
     # The run's reranking (`decode` tests --no-rerank), unstated relations counted as errors.
-    assert cli.main(base + ["--decode-method", "beam", "--rerank-unstated-as-errors", "--rerank-subjects", "ties"]) == 0
+    assert cli.main(base + ["--decode-method", "beam", "--rerank-unstated-as-errors", "--rerank-subjects", "ties",
+                            "--rerank-attachments"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
     assert [name for name, _ in calls] == ["make_generate_function", "decode_examples"] * 3
     (run, _), (beam, beam_decode), (_, run_decode) = zip(calls[::2], calls[1::2])
@@ -165,6 +166,7 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     assert run_reranker.aligner.min_foreign == 6.0 and run_reranker.stated_relations
     assert run_reranker.unstated_as_errors and not beam_reranker.unstated_as_errors
     assert (run_reranker.subjects, beam_reranker.subjects) == ("ties", "off")
+    assert run_reranker.attachments and not beam_reranker.attachments
     # Counting unstated relations without looking for them: one line, status 2.
     assert cli.main(base + ["--no-rerank-stated-relations", "--rerank-unstated-as-errors"]) == 2
     assert "needs rerank_stated_relations=True" in capsys.readouterr().err

@@ -173,6 +173,22 @@ def test_from_config_takes_the_runs_reranking_settings(reranker):
     assert (built_off.stated_relations, built_off.unstated_as_errors, built_off.aligner.min_foreign) == (False, False, None)
     assert (built_on.subjects, built_on.aligner.subjects, built_off.subjects, built_off.aligner.subjects) == (
         "ties", True, "off", False)
+    attached = SlotErrorReranker.from_config(reranker.aligner, dataclasses.replace(on, rerank_attachments=True))
+    assert (attached.attachments, attached.aligner.attachments, built_on.aligner.attachments) == (True, True, False)
+
+
+def test_attachments_count_a_value_attached_to_another_relations_words():
+    """"the diameter of ENT_1 is ENT_2" for `ENT_1 launchSite ENT_2` states the launch site as the
+    diameter: with `attachments` a slot error, so the candidate that states both relations wins."""
+    triples = (Triple("Ariane_5", "launchSite", "Guiana_Space_Centre"), Triple("Ariane_5", "diameter", "5.4 (metres)"))
+    entity_map = {"ENT_1": "Ariane 5", "ENT_2": "Guiana Space Centre", "ENT_3": "5.4 metres"}
+    misattached = "the diameter of ENT_1 is ENT_2 and the diameter is ENT_3 .".split()
+    right = "the launch site of ENT_1 is ENT_2 and the diameter is ENT_3 .".split()
+    plain, counting = SlotErrorReranker(SlotAligner({})), SlotErrorReranker(SlotAligner({}), attachments=True)
+    assert (plain.errors(triples, misattached, entity_map), counting.errors(triples, misattached, entity_map)) == (0, 1)
+    assert counting.errors(triples, right, entity_map) == 0
+    assert (plain.choose(triples, [misattached, right], entity_map),
+            counting.choose(triples, [misattached, right], entity_map)) == (0, 1)
 
 
 def test_subjects_count_a_relation_stated_of_another_input_entity(reranker):

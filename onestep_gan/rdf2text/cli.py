@@ -294,6 +294,11 @@ def _add_decoding_overrides(parser):
         "Italy capital Rome) in the reranker: counted as slot errors, or breaking ties on them; default: the run's",
     )
     parser.add_argument(
+        "--rerank-attachments", action=argparse.BooleanOptionalAction, default=None,
+        help='the reranker also counts values attached to another input relation\'s own words ("the diameter of '
+        'Ariane 5 is Guiana Space Centre" for Ariane_5 launchSite Guiana_Space_Centre); default: the run\'s',
+    )
+    parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
@@ -311,7 +316,8 @@ def _decoding_overrides(args):
         name: getattr(args, name)
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
-            "rerank_unstated_as_errors", "rerank_subjects", "constrain_placeholders", "rerank_discriminator_weight",
+            "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "constrain_placeholders",
+            "rerank_discriminator_weight",
         )
         if getattr(args, name) is not None
     }

@@ -113,6 +113,7 @@ class MLEConfig(_Serialisable):
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
         "entity_roles": False, "triple_orders": 1, "rerank_unstated_as_errors": False,
         "jit_compile": "auto", "entity_words": 0, "rerank_subjects": "off", "permute_placeholders": False,
+        "rerank_attachments": False,
         "canonical_triple_order": False, "sentence_examples": False,
     }
 
@@ -263,6 +264,10 @@ class MLEConfig(_Serialisable):
     # of the 7 dev outputs it changes state a false fact against 7, but held-out slot errors by the
     # whole-train aligner rose by one triple per seed, which its rule did not allow.
     rerank_subjects: str = "off"
+    # Values attached to another input relation's own words ("The diameter of Ariane 5 is Guiana Space
+    # Centre" for `launchSite`; `SlotAligner(attachments=True)`) counted as slot errors by the reranker
+    # (decoding only).
+    rerank_attachments: bool = False
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
     constrain_placeholders: bool = False

@@ -17,6 +17,9 @@ With `subjects="ties"`, ties on that count go first to the candidate that states
 an input entity that is not their subject ("The capital of Alfa Romeo 164 is Rome" for `Italy
 capital Rome`; `SlotAligner(subjects=True)`); with `subjects="errors"` each counts as a slot error.
 
+With `attachments`, a value attached to another input relation's own words ("The diameter of
+Ariane 5 is Guiana Space Centre" for `launchSite`; `SlotAligner(attachments=True)`) is a slot error.
+
 With `stated_relations`, ties on that count go on to the candidate that leaves fewer
 **unstated relations**: triples whose predicate the training references never showed
 (`SlotAligner.knows_predicate` is false, as for most predicates of WebNLG's unseen categories) and
@@ -51,13 +54,16 @@ class SlotErrorReranker:
             (`SlotAligner(subjects=True)`: "The capital of Alfa Romeo 164 is Rome"): "errors" counts
             each as a slot error; "ties" breaks ties on slot errors by the fewest of them (before
             `stated_relations`); "off" (or False) ignores them.
+        attachments: count values attached to another input relation's own words as slot errors
+            (`SlotAligner(attachments=True)`).
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
     >>> best = reranker.choose(triples, [["ENT_1", "was", "born", "in", "ENT_2", "."], ...], entity_map)
     """
 
-    def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects="off"):
+    def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects="off",
+                 attachments=False):
         if unstated_as_errors and not stated_relations:
             raise ValueError(
                 "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
@@ -70,17 +76,21 @@ class SlotErrorReranker:
             raise ValueError(f"`subjects` must be one of {list(RERANK_SUBJECTS)}. Received: subjects={subjects!r}")
         if subjects != "off":
             aligner = aligner.with_settings(subjects=True)
+        if attachments:
+            aligner = aligner.with_settings(attachments=True)
         self.aligner = aligner
         self.subjects = subjects
         self.stated_relations = bool(stated_relations)
         self.unstated_as_errors = bool(unstated_as_errors)
+        self.attachments = bool(attachments)
 
     @classmethod
     def from_config(cls, aligner, config):
         """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`,
-        `rerank_unstated_as_errors`, `rerank_subjects`)."""
+        `rerank_unstated_as_errors`, `rerank_subjects`, `rerank_attachments`)."""
         return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations,
-                   unstated_as_errors=config.rerank_unstated_as_errors, subjects=config.rerank_subjects)
+                   unstated_as_errors=config.rerank_unstated_as_errors, subjects=config.rerank_subjects,
+                   attachments=config.rerank_attachments)
 
     def errors(self, triples, tokens, entity_map):
         """The error count of one candidate (delexicalised `tokens`, the input's `entity_map`)."""
