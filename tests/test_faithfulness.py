@@ -397,6 +397,15 @@ def test_attached_entities_reads_what_a_predicates_own_words_are_stated_of():
     assert attached("ENT_1 , whose PRED_1 is ENT_2 , flies .".split(), 3) == [5, 0]
     assert attached("The leaders of that PRED_1 are ENT_2 .".split(), 4) == []
     assert attached("ENT_1 PRED_1 ENT_4 's ENT_2 mission .".split(), 1) == []
+    # An entity that modifies the noun after it is not what the phrase is stated of; a copula after "in
+    # the PRED" names a place ("the language used in the country is Tamil"), "of the PRED" still states it;
+    # a predicate's words after another's ("the capital PRED_2 is") name a kind.
+    assert attached("The PRED_1 of the ENT_1 dish of ENT_2 are ENT_3 .".split(), 1) == []
+    assert attached("The PRED_1 of the ENT_1 operated ENT_2 mission .".split(), 1) == []
+    assert attached("The PRED_1 of ENT_1 , where he lives , is ENT_2 .".split(), 1) == [3]
+    assert attached("The language used in the PRED_1 is ENT_2 .".split(), 5) == []
+    assert attached("ENT_1 is located in the PRED_1 of ENT_2 .".split(), 5) == [7]
+    assert attached("The PRED_1 PRED_2 is ENT_2 .".split(), 2) == []
     assert attached("The PRED_1 of the PRED_2 is ENT_2 .".split(), 4) == []
     assert attached("The PRED_1 of the PRED_2 is ENT_2 .".split(), 1) == []  # a predicate, not an entity, follows
     assert attached("ENT_1 was born in the PRED_1 , near ENT_2 .".split(), 5) == []  # a comma ends it
@@ -422,6 +431,9 @@ def test_attachments_call_a_value_attached_to_another_relations_words_wrong():
         "Guiana Space Centre is the launch site of Ariane 5, which has a diameter of 5.4 metres.",
     )
     assert [checking.judge(rocket, text).labels for text in right] == [("correct", "correct")] * 3
+    # One mention of the value stated as it should be is enough, as for the cue test.
+    twice = "The diameter of Ariane 5 is Guiana Space Centre; it flew from Guiana Space Centre and the diameter is 5.4 metres."
+    assert checking.judge(rocket, twice).labels == ("correct", "correct")
     # The relation stated of a wrong entity: "The manager of Abel Hernandez is Jorge da Silva".
     club = (Triple("Abel_Hernández", "youthclub", "Peñarol"), Triple("Peñarol", "manager", "Jorge_da_Silva"))
     stated = checking.judge(club, "The manager of Abel Hernández is Jorge da Silva. His youth club was Peñarol.")
@@ -433,10 +445,15 @@ def test_attachments_call_a_value_attached_to_another_relations_words_wrong():
             Triple("India", "leader", "Narendra_Modi"))
     text = "Bhajji comes from the Karnataka region of India. The leader of that country is Narendra Modi."
     assert checking.judge(dish, text).labels == ("correct", "correct", "correct")
-    # Relations too alike to tell apart hold each other's values ("the main ingredients are bacon").
+    # Relations that share a word hold each other's values ("the main ingredient is bacon" for
+    # `ingredient`, whatever the mined cues say of their likeness).
     sandwich = (Triple("Bacon_sandwich", "ingredient", "Bacon"), Triple("Bacon_sandwich", "mainIngredients", "Bread"))
-    text = "The main ingredients of the Bacon sandwich are bacon and bread."
-    assert checking.judge(sandwich, text).labels == ("correct", "correct")
+    unlike = SlotAligner({"ingredient": {"L:contain": 9.0}, "main ingredients": {"R:serve": 9.0}}, attachments=True)
+    assert not unlike.similar_predicates("ingredient", "mainIngredients")
+    for text in ("The main ingredients of the Bacon sandwich are bacon and bread.",
+                 "The main ingredient of the Bacon sandwich is bread, and its ingredient is bacon."):
+        assert unlike.judge(sandwich, text).labels == ("correct", "correct")
+    assert faithfulness._share_a_word("awards", "was awarded") and not faithfulness._share_a_word("city", "state")
     # The delexicalised path (the reranker's) gives the same verdict; the setting round-trips, and an
     # aligner saved before it loads with it off.
     tokens = "The diameter of ENT_1 is ENT_2 and the diameter is ENT_3 .".split()

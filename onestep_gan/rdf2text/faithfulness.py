@@ -530,7 +530,8 @@ class SlotAligner:
         # of triples with a predicate too like it to tell apart ("ingredient", "main ingredients").
         holders = {
             placeholder: {entity for subject, object_, predicate in view.slots
-                          if any(self.similar_predicates(own, predicate) for own in predicates)
+                          if any(self.similar_predicates(own, predicate) or _share_a_word(own, predicate)
+                                 for own in predicates)
                           for entity in (subject, object_)}
             for placeholder, predicates in view.predicates_of.items()
         }
@@ -827,6 +828,23 @@ def _of_phrase_mention(tokens, position, subject, predicate):
 
 _ATTACHING = frozenset("of is are was were the a an :".split())
 _ANAPHORIC = frozenset("this that these those".split())
+_PLACE_PREPOSITIONS = frozenset("in within at from across throughout".split())
+# Words after an entity that do not make it a modifier of a noun ("the Java dish of").
+_AFTER_HEAD = mentions.STOPWORDS | frozenset("where whose while but he she they there".split())
+
+
+def _share_a_word(first, second):
+    """Whether two predicates share a content word, or its first five letters ("ingredient" and
+    "main ingredients", "awards" and "was awarded", "leader" and "leader name")."""
+    return any(a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5])
+               for a in predicate_words(first) for b in predicate_words(second))
+
+
+def _modifier(tokens, index):
+    """Whether the placeholder at `tokens[index]` modifies the noun after it ("the ENT_1 dish",
+    "the ENT_2 operated ENT_3 mission", "ENT_2 's ENT_3") rather than heading its phrase."""
+    following = tokens[index + 1] if index + 1 < len(tokens) else ""
+    return following == "'s" or (following.isalpha() and following.islower() and following not in _AFTER_HEAD)
 
 
 def attached_entities(tokens, position):
@@ -838,22 +856,26 @@ def attached_entities(tokens, position):
       ("the PRED of ENT_1 is [the] ENT_2");
     - the placeholder before "'s" or ", whose" ("ENT_1 's PRED", "ENT_1, whose PRED").
 
-    None after "this"/"that", where the phrase names a kind, not a relation ("the leaders of that
-    country are ..."). (`SlotAligner` also skips a phrase right after an entity that holds the
-    relation, a compound: "the Karnataka region of India".) A placeholder
-    followed by "'s" is a determiner ("PRED NASA 's Apollo 12"), and "the PRED_a of the PRED_b is X"
-    states PRED_a of X, not PRED_b: neither is attached.
+    Left alone, where the words name a kind or a place rather than state the relation: after
+    "this"/"that" ("the leaders of that country are ..."), after another predicate's words ("the
+    capital PRED is", PRED "city"), and a copula after "in the PRED" ("the language used in the
+    country is Tamil"). (`SlotAligner` also skips a phrase right after an entity that holds the
+    relation, a compound: "the Karnataka region of India".) A placeholder that modifies the noun
+    after it is not attached ("the main ingredients of the ENT_1 dish", "ENT_4 's ENT_2"), and "the
+    PRED_a of the PRED_b is X" states PRED_a of X, not PRED_b.
     """
-    if position and tokens[position - 1].lower() in _ANAPHORIC:
+    previous = tokens[position - 1].lower() if position else ""
+    if previous in _ANAPHORIC or preprocessing.is_predicate_placeholder(tokens[position - 1] if position else ""):
         return []
     found = []
-    inner = position >= 1 and tokens[position - 1].lower() == "of" or (
-        position >= 2 and tokens[position - 1].lower() == "the" and tokens[position - 2].lower() == "of")
+    inner = previous == "of" or (
+        position >= 2 and previous == "the" and tokens[position - 2].lower() == "of")
+    placed = position >= 2 and previous == "the" and tokens[position - 2].lower() in _PLACE_PREPOSITIONS
     index = position + 1
     while index < len(tokens) and index - position <= 4:
         token = tokens[index]
         if preprocessing.is_placeholder(token):
-            if index + 1 < len(tokens) and tokens[index + 1] == "'s":
+            if _modifier(tokens, index):
                 break
             found.append(index)
             after = index + 1
@@ -864,12 +886,12 @@ def attached_entities(tokens, position):
                 if after < len(tokens) and preprocessing.is_placeholder(tokens[after]):
                     found.append(after)
             break
-        if token.lower() not in _ATTACHING or (inner and token.lower() in _COPULAS):
+        if token.lower() not in _ATTACHING or ((inner or placed) and token.lower() in _COPULAS):
             break
         index += 1
-    if position >= 2 and tokens[position - 1].lower() in ("'s", "whose") and preprocessing.is_placeholder(tokens[position - 2]):
+    if position >= 2 and previous in ("'s", "whose") and preprocessing.is_placeholder(tokens[position - 2]):
         found.append(position - 2)
-    if (position >= 3 and tokens[position - 1].lower() == "whose" and tokens[position - 2] == ","
+    if (position >= 3 and previous == "whose" and tokens[position - 2] == ","
             and preprocessing.is_placeholder(tokens[position - 3])):
         found.append(position - 3)
     return found
