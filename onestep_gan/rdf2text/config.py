@@ -266,7 +266,7 @@ class MLEConfig(_Serialisable):
     rerank_subjects: str = "off"
     # Values attached to another input relation's own words ("The diameter of Ariane 5 is Guiana Space
     # Centre" for `launchSite`; `SlotAligner(attachments=True)`) counted as slot errors by the reranker
-    # (decoding only).
+    # (decoding only). Off (README, lever 48): it changes 2 dev outputs, too few for its rule to decide.
     rerank_attachments: bool = False
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
