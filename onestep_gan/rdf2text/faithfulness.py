@@ -79,8 +79,9 @@ How the aligner works (`SlotAligner`):
    diameter 5.4`. The predicates' own words in the text are found as `preprocessing` finds them
    for predicate placeholders, and each such phrase is attached to the entities it names
    (`attached_entities`: "the P of ENT_x is ENT_y", "ENT_x 's P", "ENT_x, whose P is ENT_y", "has a P
-   of ENT_y"). An entity attached to a predicate that no input triple of that predicate (or of a
-   similar one) holds is misattached. A triple is "wrong" with `attached` set when every mention
+   of ENT_y"; not an entity that modifies the noun after it, "the ENT_1 dish", nor words that name a
+   kind or a place, "that country"). An entity attached to a predicate that no input triple of that
+   predicate (or of one that shares a word with it or has like cues) holds is misattached. A triple is "wrong" with `attached` set when every mention
    of its object is misattached, or when its relation is stated, in its own words, of its object
    only together with a misattached entity ("The manager of Abel Hernandez is Jorge da Silva" for
    `Penarol manager Jorge_da_Silva`). No mined cue is needed, so it holds for unseen predicates,
@@ -536,7 +537,6 @@ class SlotAligner:
             for placeholder, predicates in view.predicates_of.items()
         }
         misattached = collections.defaultdict(list)  # entity -> one flag per mention, in order
-        mentions_seen = collections.Counter()
         flags = {}  # position in `phrases` -> misattached there (first predicate that misattaches it)
         statements = []  # (predicate placeholder, attached entities, misattached entities)
         for position, token in enumerate(phrases):
@@ -552,7 +552,6 @@ class SlotAligner:
         for position, token in enumerate(phrases):
             if token in view.entity_map:
                 misattached[token].append(flags.get(position))
-                mentions_seen[token] += 1
         output = []
         for judgement, (subject, object_, predicate) in zip(judgements, view.slots):
             if judgement.label != "correct":

@@ -455,8 +455,8 @@ def _average_checkpoints(model, run_dir, best_epoch, k):
 # other values, for example by a newer release that added a decoding setting.
 _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
-    "rerank_stated_relations", "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "constrain_placeholders",
-    "rerank_discriminator_weight", "decode_batch_size", "num_logged_samples",
+    "rerank_stated_relations", "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments",
+    "constrain_placeholders", "rerank_discriminator_weight", "decode_batch_size", "num_logged_samples",
     "jit_compile",  # what it changes in training, the batches' widths, is named on its own
 })
 
