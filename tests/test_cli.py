@@ -235,29 +235,19 @@ def test_evaluate_inversions_counts_a_relation_stated_the_wrong_way_round(tmp_pa
     assert rates == [0.0, 1.0]  # the seen entry: Aarhus_Airport | cityServed | "Aarhus, Denmark"
 
 
-def test_evaluate_subjects_judges_with_the_subject_check(tmp_path, monkeypatch):
-    """`--subjects` scores with `SlotAligner(subjects=True)` (what it catches: test_faithfulness)."""
+@pytest.mark.parametrize("flag", ["--subjects", "--attachments"])
+def test_evaluate_stricter_check_flags_judge_with_that_check(tmp_path, monkeypatch, flag):
+    """`--subjects` / `--attachments` score with `SlotAligner(subjects=True)` / `(attachments=True)` (what
+    each catches: test_faithfulness)."""
     hypotheses = tmp_path / "test_hypotheses.txt"
     hypotheses.write_text("Aarhus Airport serves Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
     used = []
     original = evaluation.write_report
+    setting = flag.lstrip("-")
     monkeypatch.setattr(evaluation, "write_report",
-                        lambda *args, aligner=None, **kwargs: used.append(aligner.subjects) or original(*args, aligner=aligner, **kwargs))
+                        lambda *args, aligner=None, **kwargs: used.append(getattr(aligner, setting)) or original(*args, aligner=aligner, **kwargs))
     base = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
-    assert cli.main(base) == 0 and cli.main(base + ["--subjects"]) == 0
-    assert used == [False, True]
-
-
-def test_evaluate_attachments_judges_with_the_attachment_check(tmp_path, monkeypatch):
-    """`--attachments` scores with `SlotAligner(attachments=True)` (what it catches: test_faithfulness)."""
-    hypotheses = tmp_path / "test_hypotheses.txt"
-    hypotheses.write_text("Aarhus Airport serves Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
-    used = []
-    original = evaluation.write_report
-    monkeypatch.setattr(evaluation, "write_report",
-                        lambda *args, aligner=None, **kwargs: used.append(aligner.attachments) or original(*args, aligner=aligner, **kwargs))
-    base = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
-    assert cli.main(base) == 0 and cli.main(base + ["--attachments"]) == 0
+    assert cli.main(base) == 0 and cli.main(base + [flag]) == 0
     assert used == [False, True]
 
 
