@@ -174,7 +174,9 @@ def test_from_config_takes_the_runs_reranking_settings(reranker):
     assert (built_on.subjects, built_on.aligner.subjects, built_off.subjects, built_off.aligner.subjects) == (
         "ties", True, "off", False)
     attached = SlotErrorReranker.from_config(reranker.aligner, dataclasses.replace(on, rerank_attachments=True))
-    assert (attached.attachments, attached.aligner.attachments, built_on.aligner.attachments) == (True, True, False)
+    unattached = SlotErrorReranker.from_config(reranker.aligner, dataclasses.replace(on, rerank_attachments=False))
+    assert (attached.attachments, attached.aligner.attachments, unattached.aligner.attachments) == (True, True, False)
+    assert MLEConfig().rerank_attachments and MLEConfig.quick().rerank_attachments  # on by default (lever 48, h9)
 
 
 def test_attachments_count_a_value_attached_to_another_relations_words():
