@@ -269,6 +269,62 @@ def test_pretrainer_without_samples_never_samples_and_scores_real_against_corrup
     assert np.isfinite(history.history["loss"][0])
 
 
+@pytest.mark.parametrize("samples", [False, True])
+def test_a_shared_source_encoding_scores_every_text_as_separate_calls_do(samples, monkeypatch):
+    """`shared_source` encodes a batch's triplesets once for all its texts (real, mismatched,
+    samples, hard negatives); without dropout the loss and every accuracy are those of one D
+    call a text, and so is the fine-tuning term."""
+    _, sampler, discriminator = tiny_parts()
+    hard_negatives = adversarial.HardNegatives(placeholder_ids=[4, 5, 6], boundary_ids=[7], pad_id=0)
+    source = ops.convert_to_tensor([[4, 5, 0, 0], [6, 4, 0, 0], [5, 6, 0, 0]], dtype="int32")
+    real = ops.convert_to_tensor([[4, 9, 5, 3, 0, 0], [6, 9, 4, 3, 0, 0], [6, 7, 5, 3, 0, 0]], dtype="int32")
+    encodings = []
+    encode = TextDiscriminator.encode
+    monkeypatch.setattr(TextDiscriminator, "encode",
+                        lambda self, *args, **kwargs: encodings.append(1) or encode(self, *args, **kwargs))
+    results = {}
+    fake = ops.stop_gradient(sampler(source, training=False)) if samples else None  # one draw for both
+    for shared in (False, True):
+        pretrainer = adversarial.DiscriminatorPretrainer(
+            sampler, discriminator, hard_negatives=hard_negatives, samples=samples, shared_source=shared
+        )
+        encodings.clear()
+        loss = float(pretrainer.compute_loss(source, real, fake))
+        results[shared] = (loss, len(encodings), {name: float(tracker.result()) for name, tracker in pretrainer.trackers.items()})
+    texts = 2 + int(samples) + 3  # real, mismatched, (samples), swap, move, drop
+    assert (results[False][1], results[True][1]) == (texts, 1)
+    assert results[True][0] == pytest.approx(results[False][0], rel=1e-6)
+    assert results[True][2] == pytest.approx(results[False][2])
+    terms = [adversarial.hard_negative_term(discriminator, hard_negatives, "hinge", 2.0, shared_source=shared)
+             for shared in (False, True)]
+    encodings.clear()
+    separate = float(terms[0](source, real, None))
+    shared = float(terms[1](source, real, None))
+    assert len(encodings) == 2 + 1 and shared == pytest.approx(separate, rel=1e-6)
+
+
+def test_the_stage_builds_its_pretrainers_and_d_term_with_the_configs_shared_source(monkeypatch):
+    _, sampler, discriminator = tiny_parts()
+    hard_negatives = adversarial.HardNegatives(placeholder_ids=[4, 5, 6], boundary_ids=[7], pad_id=0)
+    assert AdversarialConfig().shared_source_encoding is False
+    for shared in (False, True):
+        config = AdversarialConfig.quick(shared_source_encoding=shared)
+        for samples in (False, True):
+            pretrainer = adversarial.build_pretrainer(config, sampler, discriminator, hard_negatives, samples=samples)
+            assert (pretrainer.shared_source, pretrainer.samples) == (shared, samples)
+            assert pretrainer.optimizer is not None
+        calls = []
+        score_texts = TextDiscriminator.score_texts
+        monkeypatch.setattr(TextDiscriminator, "score_texts",
+                            lambda self, *args, **kwargs: calls.append(1) or score_texts(self, *args, **kwargs))
+        gan = adversarial.build_one_step_gan(config, sampler, discriminator, hard_negatives)
+        source = ops.convert_to_tensor([[4, 5, 0, 0], [6, 4, 0, 0]], dtype="int32")
+        real = ops.convert_to_tensor([[4, 9, 5, 3, 0, 0], [6, 9, 4, 3, 0, 0]], dtype="int32")
+        gan.discriminator_extra_loss(source, real, None)
+        assert len(calls) == int(shared)
+        monkeypatch.undo()
+
+
 def test_pretrainer_evaluates_and_fits_a_fresh_discriminator_with_dropout():
     """D first runs in `compute_loss`, after Keras' symbolic build: on JAX its variables (the
     dropout seeds) must exist before the stateless step, or evaluate fails."""
@@ -375,3 +431,13 @@ def test_repeatable_training_restores_tensorflows_graph_optimizer():
     with adversarial.repeatable_training():
         assert optimizer_off()
     assert not optimizer_off()
+
+
+def test_a_stage_config_saved_before_a_field_existed_loads_as_that_stage_ran(tmp_path):
+    saved = AdversarialConfig.quick().to_dict()
+    for name in ("corruption_pretrain_steps", "shared_source_encoding"):
+        del saved[name]
+    (tmp_path / "adversarial_config.json").write_text(json.dumps(saved), encoding="utf-8")
+    config = AdversarialConfig.load(tmp_path / "adversarial_config.json")
+    assert (config.corruption_pretrain_steps, config.shared_source_encoding) == (0, False)
+    assert AdversarialConfig().corruption_pretrain_steps == 1000  # today's default

@@ -151,7 +151,7 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     assert cli.main(base) == 0  # the run's own: greedy, no reranker
     assert cli.main(base + ["--decode-method", "beam", "--beam-width", "3", "--length-penalty", "1.5",
                             "--rerank-min-foreign", "none", "--no-rerank-stated-relations",
-                            "--constrain-placeholders"]) == 0
+                            "--constrain-placeholders", "--no-rerank-attachments"]) == 0
     # The run's reranking (`decode` tests --no-rerank), unstated relations counted as errors.
     assert cli.main(base + ["--decode-method", "beam", "--rerank-unstated-as-errors", "--rerank-subjects", "ties",
                             "--rerank-attachments"]) == 0

@@ -153,3 +153,16 @@ def test_bad_arguments_raise(overrides, match):
 def test_call_with_wrong_inputs_raises(discriminator):
     with pytest.raises(ValueError, match=r"\[source_ids, text\]"):
         discriminator(SOURCE)
+
+
+def test_score_texts_encodes_the_triples_once_and_scores_as_one_call_a_text(discriminator, monkeypatch):
+    texts = [TEXT, np.roll(TEXT, 1, axis=0), ops.one_hot(TEXT[:, ::-1], VOCABULARY_SIZE)]
+    expected = [_scores(discriminator, SOURCE, text) for text in texts]
+    encodings = []
+    encode = type(discriminator).encode
+    monkeypatch.setattr(type(discriminator), "encode",
+                        lambda self, *args, **kwargs: encodings.append(1) or encode(self, *args, **kwargs))
+    scores = discriminator.score_texts(SOURCE, texts)
+    assert len(encodings) == 1 and len(scores) == len(texts)
+    for got, want in zip(scores, expected):  # without dropout, exactly one call a text
+        np.testing.assert_array_equal(ops.convert_to_numpy(got), want)

@@ -134,18 +134,24 @@ class HardNegatives:
         }
 
 
-def hard_negative_term(discriminator, hard_negatives, loss="hinge", weight=1.0):
+def hard_negative_term(discriminator, hard_negatives, loss="hinge", weight=1.0, shared_source=False):
     """`fn(conditions, real, fake)`: D's GAN loss on real texts against their hard negatives.
 
     Passed as `OneStepGAN(discriminator_extra_loss=...)`, so D keeps seeing the hard negatives
     during fine-tuning; it never uses the sample, and the engine hands it a stopped one, so its
-    gradient reaches D only.
+    gradient reaches D only. `shared_source` scores the real text and its negatives against one
+    encoding of the triplesets (`TextDiscriminator.score_texts`).
     """
     gan_loss = onestep_gan.losses.get(loss)
 
     def term(conditions, real, fake):
         del fake
         texts = [texts for texts, _ in hard_negatives(conditions, real).values()]
+        if shared_source:
+            real_scores, *negative_scores = discriminator.score_texts(conditions, [real] + texts, training=True)
+            return weight * gan_loss.discriminator_loss(
+                real_scores[:, 0], ops.concatenate(negative_scores, axis=0)[:, 0]
+            )
         repeated_conditions = ops.concatenate([conditions] * len(texts), axis=0)
         real_scores = discriminator([conditions, real], training=True)[:, 0]
         negative_scores = discriminator([repeated_conditions, ops.concatenate(texts, axis=0)], training=True)[:, 0]
@@ -176,9 +182,13 @@ class DiscriminatorPretrainer(keras.Model):
         samples: False leaves the sampler's texts out (D sees real texts against mismatched
             and corrupted real texts only): no free-running sampling, so a step costs a
             fraction of one with samples, and `fake_accuracy` is not tracked.
+        shared_source: True scores all of a batch's texts against one encoding of its
+            triplesets (`TextDiscriminator.score_texts`: one dropout draw for the encoder, which
+            then gets one gradient a step); False calls D once a text, as the stage always did.
     """
 
-    def __init__(self, sampler, discriminator, loss="hinge", hard_negatives=None, samples=True, **kwargs):
+    def __init__(self, sampler, discriminator, loss="hinge", hard_negatives=None, samples=True,
+                 shared_source=False, **kwargs):
         super().__init__(**kwargs)
         self.gan_loss = onestep_gan.losses.get(loss)
         if self.gan_loss.generator_uses_real or self.gan_loss.gradient_penalty:
@@ -192,6 +202,7 @@ class DiscriminatorPretrainer(keras.Model):
         self.discriminator = discriminator
         self.hard_negatives = hard_negatives
         self.samples = bool(samples)
+        self.shared_source = bool(shared_source)
         names = ["accuracy", "real_accuracy"] + (["fake_accuracy"] if self.samples else []) + ["mismatch_accuracy"]
         if hard_negatives is not None:
             names += [f"{kind}_accuracy" for kind in NEGATIVE_TYPES]
@@ -225,34 +236,39 @@ class DiscriminatorPretrainer(keras.Model):
             return ops.zeros((ops.shape(source_ids)[0], 1))  # no text: `compute_loss` ignores it
         return ops.stop_gradient(self.sampler(source_ids, training=False))
 
-    def _scores(self, source_ids, text, training):
-        return ops.squeeze(self.discriminator([source_ids, text], training=training), axis=1)
+    def _scores(self, source_ids, texts, training):
+        """D's scores `(batch,)` of each of `texts` against `source_ids`, in order."""
+        if self.shared_source:
+            scores = self.discriminator.score_texts(source_ids, texts, training=training)
+        else:
+            scores = [self.discriminator([source_ids, text], training=training) for text in texts]
+        return [ops.squeeze(score, axis=1) for score in scores]
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         source_ids, real = x, y
-        mismatched = ops.roll(real, shift=1, axis=0)
-        real_scores = self._scores(source_ids, real, training)
-        mismatch_scores = self._scores(source_ids, mismatched, training)
-        negative_scores = [mismatch_scores]
+        texts = {"real": real, "mismatch": ops.roll(real, shift=1, axis=0)}
+        if self.samples:
+            texts["fake"] = y_pred if y_pred is not None else self(source_ids)
+        hard = self.hard_negatives(source_ids, real) if self.hard_negatives is not None else {}
+        texts.update({kind: negatives for kind, (negatives, _) in hard.items()})
+        scores = dict(zip(texts, self._scores(source_ids, list(texts.values()), training)))
         sign = self.gan_loss.real_sign
         correct = {
-            "real_accuracy": ops.cast(sign * real_scores > 0, "float32"),
-            "mismatch_accuracy": ops.cast(sign * mismatch_scores < 0, "float32"),
+            "real_accuracy": ops.cast(sign * scores["real"] > 0, "float32"),
+            "mismatch_accuracy": ops.cast(sign * scores["mismatch"] < 0, "float32"),
         }
         if self.samples:
-            fake = y_pred if y_pred is not None else self(source_ids)
-            fake_scores = self._scores(source_ids, fake, training)
-            negative_scores.insert(0, fake_scores)
-            correct["fake_accuracy"] = ops.cast(sign * fake_scores < 0, "float32")
-        if self.hard_negatives is not None:
-            for kind, (texts, valid) in self.hard_negatives(source_ids, real).items():
-                scores = self._scores(source_ids, texts, training)
-                negative_scores.append(scores)
-                # Accuracy per type on the rows the builder could corrupt.
-                self.trackers[f"{kind}_accuracy"].update_state(
-                    ops.cast(sign * scores < 0, "float32"), sample_weight=ops.cast(valid, "float32")
-                )
-        loss = self.gan_loss.discriminator_loss(real_scores, ops.concatenate(negative_scores, axis=0))
+            correct["fake_accuracy"] = ops.cast(sign * scores["fake"] < 0, "float32")
+        for kind, (_, valid) in hard.items():
+            # Accuracy per type on the rows the builder could corrupt.
+            self.trackers[f"{kind}_accuracy"].update_state(
+                ops.cast(sign * scores[kind] < 0, "float32"), sample_weight=ops.cast(valid, "float32")
+            )
+        # Negatives in the order they always had: samples, mismatched, hard negatives.
+        negative_order = (["fake"] if self.samples else []) + ["mismatch"] + list(hard)
+        loss = self.gan_loss.discriminator_loss(
+            scores["real"], ops.concatenate([scores[name] for name in negative_order], axis=0)
+        )
         for name, values in correct.items():
             self.trackers[name].update_state(values)
         self.trackers["accuracy"].update_state(ops.concatenate(list(correct.values()), axis=0))
@@ -287,6 +303,17 @@ def build_gan_parts(config, transformer, preprocessor):
     return sampler, discriminator
 
 
+def build_pretrainer(config, sampler, discriminator, hard_negatives=None, samples=True):
+    """A compiled `DiscriminatorPretrainer` for D's pretraining, as `config` (an
+    `AdversarialConfig`) says; `samples=False` for the sample-free steps."""
+    pretrainer = DiscriminatorPretrainer(
+        sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives, samples=samples,
+        shared_source=config.shared_source_encoding,
+    )
+    pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
+    return pretrainer
+
+
 def build_one_step_gan(config, sampler, discriminator, hard_negatives=None):
     """The stage's compiled `OneStepGAN`: GAN loss, MLE term on G, hard-negative term on D
     (with `hard_negatives`, a `HardNegatives`), TTUR and clipping, all as `config` says."""
@@ -300,7 +327,7 @@ def build_one_step_gan(config, sampler, discriminator, hard_negatives=None):
         generator_extra_loss=mle_term(transformer, config.mle_weight, config.label_smoothing)
         if config.mle_weight > 0 else None,
         discriminator_extra_loss=hard_negative_term(
-            discriminator, hard_negatives, config.loss, config.hard_negative_weight
+            discriminator, hard_negatives, config.loss, config.hard_negative_weight, config.shared_source_encoding
         ) if hard_negatives is not None else None,
     )
     gan.compile(
@@ -432,10 +459,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     with repeatable_training():
         # 1. Discriminator pretraining (skipped when resuming: the backup holds D and its scores).
         hard_negatives = HardNegatives.for_preprocessor(preprocessor) if config.hard_negative_weight > 0 else None
-        pretrainer = DiscriminatorPretrainer(
-            sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives
-        )
-        pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
+        pretrainer = build_pretrainer(config, sampler, discriminator, hard_negatives)
         timing = {}
         if not backup.exists():
             accuracy = {"before_pretraining": held_out_accuracy(pretrainer)}
@@ -443,10 +467,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
                 # First against corrupted and mismatched real texts only: no sampling, so many
                 # cheap steps, where D learns which value belongs to which triple.
                 t0 = time.perf_counter()
-                corruption_pretrainer = DiscriminatorPretrainer(
-                    sampler, discriminator, loss=config.loss, hard_negatives=hard_negatives, samples=False
-                )
-                corruption_pretrainer.compile(optimizer=keras.optimizers.Adam(config.pretrain_learning_rate))
+                corruption_pretrainer = build_pretrainer(config, sampler, discriminator, hard_negatives, samples=False)
                 corruption_pretrainer.fit(
                     make_dataset(train_examples), steps_per_epoch=config.corruption_pretrain_steps, epochs=1,
                     shuffle=False, verbose="auto",

@@ -384,7 +384,7 @@ class AdversarialConfig(_Serialisable):
     """
 
     # Stages saved before this field existed had no sample-free D pretraining.
-    SAVED_BEFORE_FIELD = {"corruption_pretrain_steps": 0}
+    SAVED_BEFORE_FIELD = {"corruption_pretrain_steps": 0, "shared_source_encoding": False}
 
     seed: int = 1234
     max_train_entries: int | None = None  # dev/test entries and decoding follow the MLE run
@@ -407,6 +407,12 @@ class AdversarialConfig(_Serialisable):
     # Hard negatives (hard_negatives.py) in D pretraining and, as D's extra term, in fine-tuning;
     # 0 turns them off.
     hard_negative_weight: float = 1.0
+    # D scores each batch's texts (real, another tripleset's, samples, hard negatives) against one
+    # encoding of its triplesets (`TextDiscriminator.score_texts`) instead of encoding them once a
+    # text: 1.38x faster D steps on the AMD kind without AVX-512 (benchmarks/discriminator_step.py),
+    # but one dropout draw and one encoder gradient a step, so it trains another D. Off: not yet
+    # judged on dev (docs/reruns.md).
+    shared_source_encoding: bool = False
     held_out_batches: int = 8
     # Adversarial fine-tuning
     loss: str = "hinge"

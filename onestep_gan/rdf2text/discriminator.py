@@ -106,6 +106,23 @@ class TextDiscriminator(TransformerBackbone):
             )
         source_ids, text = (ops.convert_to_tensor(part) for part in inputs)
         memory, source_mask = self.encode(source_ids, training=training)
+        return self._score(text, memory, source_mask, training)
+
+    def score_texts(self, source_ids, texts, training=False):
+        """Scores of several texts against one batch of triplesets, the triplesets encoded once.
+
+        Args:
+            source_ids: int `(batch, source_len)`.
+            texts: a list of texts for those rows, each as `call` takes it (ids or distributions).
+
+        Returns a list of `(batch, 1)` scores, one a text. Without dropout each equals
+        `self([source_ids, text])` exactly; in training all texts read one encoding, with one
+        dropout draw, where separate calls would draw one a text.
+        """
+        memory, source_mask = self.encode(ops.convert_to_tensor(source_ids), training=training)
+        return [self._score(ops.convert_to_tensor(text), memory, source_mask, training) for text in texts]
+
+    def _score(self, text, memory, source_mask, training):
         hidden, text_mask = self.read_text(text, memory, source_mask, training=training)
         weights = ops.cast(text_mask, hidden.dtype)[:, :, None]  # (batch, text_len, 1)
         pooled = ops.sum(hidden * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
