@@ -410,8 +410,9 @@ class AdversarialConfig(_Serialisable):
     # D scores each batch's texts (real, another tripleset's, samples, hard negatives) against one
     # encoding of its triplesets (`TextDiscriminator.score_texts`) instead of encoding them once a
     # text: 1.38x faster D steps on the AMD kind without AVX-512 (benchmarks/discriminator_step.py),
-    # but one dropout draw and one encoder gradient a step, so it trains another D. Off: not yet
-    # judged on dev (docs/reruns.md).
+    # but one dropout draw and one encoder gradient a step, so it trains another D. Off (README, lever
+    # 49): the stage took 20.3 min against 29.4, but dev slot errors rose 2.50% -> 2.73% and, read
+    # blind, 28 false readings of 40 changed dev outputs against 26.
     shared_source_encoding: bool = False
     held_out_batches: int = 8
     # Adversarial fine-tuning
