@@ -9,9 +9,9 @@ forward and backward pass with an Adam update, in TensorFlow graphs (`tf.functio
 - `five calls`: D called once per text, as the stage does now (each call encodes the sources again);
 - `one call`: the five texts stacked into one batch of 5 x 32 rows (the sources tiled): the same
   arithmetic in fewer, larger ops. Equal times mean the step is bound by arithmetic, not by op overhead;
-- `shared source`: the sources encoded once, the five texts read against that one memory (a
-  prototype built from `TextDiscriminator.encode` / `read_text`; not what the stage does): the
-  encoder's share of the arithmetic saved. It draws other dropout masks, so it would train another D.
+- `shared source`: the sources encoded once, the five texts read against that one memory
+  (`TextDiscriminator.score_texts`, what `--shared-source-encoding` makes the stage do): the
+  encoder's share of the arithmetic saved. It draws other dropout masks, so it trains another D.
 
 It prints seconds a step as the median of `--rounds` interleaved rounds (each the mean of `--steps`
 steps) with min and max, after untimed warm-up steps (tracing included).
@@ -41,13 +41,6 @@ from onestep_gan.rdf2text.discriminator import TextDiscriminator
 TEXTS = 5  # real, other tripleset, swap, move, drop
 
 
-def score(discriminator, hidden, text_mask):
-    """D's head on read texts, as `TextDiscriminator.call` pools them."""
-    weights = ops.cast(text_mask, hidden.dtype)[:, :, None]
-    pooled = ops.sum(hidden * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
-    return discriminator.score_dense(pooled)
-
-
 def make_steps(discriminator, optimizer):
     def update(loss_fn, source, texts):
         with tf.GradientTape() as tape:
@@ -64,12 +57,7 @@ def make_steps(discriminator, optimizer):
         return ops.mean(scores) * len(texts)
 
     def shared_source(source, texts):
-        memory, source_mask = discriminator.encode(source, training=True)
-        total = 0.0
-        for text in texts:
-            hidden, text_mask = discriminator.read_text(text, memory, source_mask, training=True)
-            total = total + ops.mean(score(discriminator, hidden, text_mask))
-        return total
+        return sum(ops.mean(scores) for scores in discriminator.score_texts(source, texts, training=True))
 
     return {name: tf.function(lambda source, texts, fn=fn: update(fn, source, texts))
             for name, fn in (("five calls", five_calls), ("one call", one_call), ("shared source", shared_source))}
