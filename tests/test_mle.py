@@ -117,7 +117,7 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     saved = MLEConfig.quick().to_dict()
     for name in ("predicate_placeholders", "epoch_seeded_shuffle", "average_checkpoints", "rerank_min_foreign",
                  "rerank_stated_relations", "constrain_placeholders", "rerank_discriminator_weight", "gold_mentions",
-                 "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments"):
+                 "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_mbr"):
         del saved[name]
     (tmp_path / "config.json").write_text(json.dumps(saved), encoding="utf-8")
     config = MLEConfig.load(tmp_path / "config.json")
@@ -127,7 +127,7 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     assert config.constrain_placeholders is False and config.rerank_discriminator_weight == 0.0
     assert config.gold_mentions is False and MLEConfig().gold_mentions is True
     assert config.rerank_unstated_as_errors is False
-    assert config.rerank_subjects == "off" and config.rerank_attachments is False
+    assert config.rerank_subjects == "off" and config.rerank_attachments is False and config.rerank_mbr is False
     # The release that added the subject check saved it as a flag: True was "errors".
     assert MLEConfig(rerank_subjects=True).rerank_subjects == "errors" and MLEConfig(rerank_subjects=False).rerank_subjects == "off"
     with pytest.raises(ValueError, match="rerank_subjects"):
@@ -152,6 +152,8 @@ def test_config_round_trip_and_validation(tmp_path):
         MLEConfig.from_dict({"epochz": 3})
     with pytest.raises(ValueError, match="rerank_discriminator_weight"):
         MLEConfig(rerank_discriminator_weight=-1.0)
+    with pytest.raises(ValueError, match="both break the reranker's ties"):
+        MLEConfig(rerank_mbr=True, rerank_discriminator_weight=0.5)
     with pytest.raises(ValueError, match=r"predicate_word_dropout` must be in \[0, 1\)"):
         MLEConfig(predicate_word_dropout=1.0)
     with pytest.raises(ValueError, match="needs epoch_seeded_shuffle=True"):

@@ -10,7 +10,7 @@ from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.inference import decode_examples
 from onestep_gan.rdf2text.preprocessor import EncodedExample, TextPreprocessor
-from onestep_gan.rdf2text.reranking import SlotErrorReranker
+from onestep_gan.rdf2text.reranking import SlotErrorReranker, mbr_preference, ngram_counts, ngram_f1
 from onestep_gan.rdf2text.vocabulary import Vocabulary
 from onestep_gan.rdf2text.webnlg import Triple
 from tests.test_faithfulness import _training_entries
@@ -215,3 +215,87 @@ def test_subjects_count_a_relation_stated_of_another_input_entity(reranker):
         0, 1)
     with pytest.raises(ValueError, match="subjects"):
         SlotErrorReranker(reranker.aligner, subjects="always")
+
+def test_ngram_f1_on_hand_counted_pairs():
+    """Mean over orders 1-4 of the clipped n-gram F1; orders neither text reaches are left out."""
+    f1 = lambda a, b: ngram_f1(ngram_counts(a), ngram_counts(b))  # noqa: E731
+    assert f1([1, 2, 3, 4], [1, 2, 3, 4]) == 1.0
+    # 1-grams 2 of 3 + 3 (F1 2/3), 2-grams 1 of 2 + 2 (1/2), 3-grams 0 of 1 + 1 (0); no 4-grams.
+    assert f1([1, 2, 3], [1, 2, 4]) == pytest.approx((2 / 3 + 1 / 2 + 0) / 3)
+    assert f1([1], [2]) == 0.0  # not lifted by the orders neither has
+    assert f1([7, 7, 7], [7]) == pytest.approx((2 * 1 / 4 + 0 + 0) / 3)  # clipped: one match, not three
+    assert f1([], []) == 1.0 and f1([5], []) == 0.0
+
+
+def test_mbr_preference_prefers_the_beams_consensus_weighted_by_its_probabilities():
+    """Each candidate's preference is its expected n-gram F1 against the beam (EOS and PAD cut),
+    weighted by the softmax of the beam scores."""
+    eos, pad = Vocabulary.EOS, Vocabulary.PAD
+    a, b, c = [10, 11, 12, 13], [10, 11, 12, 14], [20, 21]
+    rows = [a + [eos, pad], b + [eos, pad], a + [eos, pad], c + [eos, pad, pad, pad]]
+    candidate_ids = np.array([rows])
+    scores = np.array([[-0.1, -0.2, -0.3, -0.4]])
+    preference = mbr_preference(eos, pad)(None, candidate_ids, scores)[0]
+    weights = np.exp(scores[0] - scores[0].max())
+    weights /= weights.sum()
+    texts = [a, b, a, c]
+    expected = [sum(w * ngram_f1(ngram_counts(x), ngram_counts(y)) for w, y in zip(weights, texts)) for x in texts]
+    np.testing.assert_allclose(preference, expected, rtol=1e-12)
+    assert preference[0] == preference[2] > preference[1] > preference[3]
+    # An outlier the beam finds far more likely than the rest becomes the consensus itself.
+    lopsided = mbr_preference(eos, pad)(None, candidate_ids, np.array([[-9.0, -9.0, -9.0, 0.0]]))[0]
+    assert int(np.argmax(lopsided)) == 3
+    # A beam slot the search left empty (-inf) weighs nothing.
+    empty = mbr_preference(eos, pad)(None, candidate_ids, np.array([[-0.1, -0.2, -0.3, -np.inf]]))[0]
+    weights = np.exp(np.array([-0.1, -0.2, -0.3]) + 0.1)
+    weights /= weights.sum()
+    assert empty[3] == pytest.approx(sum(w * ngram_f1(ngram_counts(c), ngram_counts(y)) for w, y in zip(weights, texts)))
+
+
+def test_mbr_breaks_only_ties_on_errors(reranker):
+    """With the consensus as preference, among candidates of equal errors the one the beam agrees
+    with wins, not the first; a candidate with fewer slot errors still beats the consensus."""
+    variants = [RIGHT] + [text.split() for text in (
+        "ENT_1 , born in ENT_2 , served as a ENT_3 .", "ENT_1 , born in ENT_2 , served as ENT_3 .",
+        "ENT_1 , who was born in ENT_2 , served as a ENT_3 .", "ENT_1 was born in ENT_3 and served as ENT_2 .",
+    )] + [SWAPPED]
+    vocabulary = Vocabulary(sorted({token for tokens in variants for token in tokens}))
+    width = max(len(tokens) for tokens in variants) + 1
+
+    def consensus(candidates):
+        ids = np.array([[vocabulary.encode(tokens, add_eos=True) + [vocabulary.PAD] * (width - len(tokens) - 1)
+                         for tokens in candidates]])
+        return mbr_preference(vocabulary.EOS, vocabulary.PAD)(None, ids, np.zeros((1, len(candidates))))[0]
+
+    equals = variants[:4]  # no slot errors: the three "ENT_1 , born in" texts agree with one another
+    assert [reranker.errors(TRIPLES, tokens, ENTITY_MAP) for tokens in equals] == [0, 0, 0, 0]
+    preference = consensus(equals)
+    assert reranker.choose(TRIPLES, equals, ENTITY_MAP) == 0
+    assert reranker.choose(TRIPLES, equals, ENTITY_MAP, preference=preference) == int(np.argmax(preference)) == 1
+    swapped = [RIGHT, SWAPPED, variants[4], SWAPPED]  # the swapped texts are the beam's consensus
+    preference = consensus(swapped)
+    assert int(np.argmax(preference)) in (1, 3) and preference[0] < preference.max()
+    assert reranker.choose(TRIPLES, swapped, ENTITY_MAP, preference=preference) == 0
+
+
+def test_decoder_for_hands_the_consensus_to_the_reranker_when_the_config_asks(monkeypatch):
+    """`MLEConfig.rerank_mbr` reaches decoding: `mle.decoder_for` passes `mbr_preference` for the
+    reranker's ties, and nothing without it."""
+    from onestep_gan.rdf2text import inference, mle
+
+    seen = {}
+    monkeypatch.setattr(inference, "make_generate_function", lambda model, **kwargs: "generate")
+    monkeypatch.setattr(inference, "decode_examples",
+                        lambda generate, examples, preprocessor, batch_size, **kwargs: seen.update(kwargs))
+    aligner = SlotAligner.from_entries(_training_entries(), min_count=1, smoothing=0.0, margin=1.5, min_rival=2.0)
+    preprocessor = TextPreprocessor(Vocabulary(["a"]), 8, 8)
+    eos, pad = preprocessor.eos_id, preprocessor.pad_id
+    candidate_ids = np.array([[[5, 6, 7, eos], [5, 6, 8, eos], [5, 6, 7, eos]]])
+    for on in (True, False):
+        mle.decoder_for(None, preprocessor, MLEConfig(rerank_mbr=on), aligner, progress=False)([])
+        assert isinstance(seen["reranker"], SlotErrorReranker)
+        if on:
+            expected = mbr_preference(eos, pad)(None, candidate_ids, np.zeros((1, 3)))
+            np.testing.assert_array_equal(seen["preference"](None, candidate_ids, np.zeros((1, 3))), expected)
+        else:
+            assert seen["preference"] is None

@@ -308,6 +308,11 @@ def _add_decoding_overrides(parser):
         help="ties on slot errors go to the highest beam score + WEIGHT x the discriminator's score "
         "(adversarial runs; 0: to the most likely); default: the run's",
     )
+    parser.add_argument(
+        "--rerank-mbr", action=argparse.BooleanOptionalAction, default=None,
+        help="ties on slot errors go to the beam's consensus candidate (minimum Bayes risk: the highest expected "
+        "n-gram F1 against the other candidates) rather than the most likely; default: the run's",
+    )
 
 
 def _decoding_overrides(args):
@@ -317,7 +322,7 @@ def _decoding_overrides(args):
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
             "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "constrain_placeholders",
-            "rerank_discriminator_weight",
+            "rerank_discriminator_weight", "rerank_mbr",
         )
         if getattr(args, name) is not None
     }

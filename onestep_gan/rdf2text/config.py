@@ -113,7 +113,7 @@ class MLEConfig(_Serialisable):
         "rerank_discriminator_weight": 0.0, "gold_mentions": False, "predicate_word_dropout": 0.0,
         "entity_roles": False, "triple_orders": 1, "rerank_unstated_as_errors": False,
         "jit_compile": "auto", "entity_words": 0, "rerank_subjects": "off", "permute_placeholders": False,
-        "rerank_attachments": False,
+        "rerank_attachments": False, "rerank_mbr": False,
         "canonical_triple_order": False, "sentence_examples": False,
     }
 
@@ -277,6 +277,9 @@ class MLEConfig(_Serialisable):
     # discriminator (an adversarial run) can decode with it. Every weight tried lowered dev
     # BLEU-2017, and read blind it chose more false texts (README, lever 28a).
     rerank_discriminator_weight: float = 0.0
+    # Ties on slot errors go to the beam's consensus candidate (`reranking.mbr_preference`: the highest
+    # expected n-gram F1 against the beam, weighted by its probabilities); off: to the most likely.
+    rerank_mbr: bool = False
     decode_batch_size: int = 32
     num_logged_samples: int = 3
     verbose: int | str = "auto"
@@ -333,6 +336,11 @@ class MLEConfig(_Serialisable):
             raise ValueError(
                 "`rerank_discriminator_weight` must be 0 or more. "
                 f"Received: rerank_discriminator_weight={self.rerank_discriminator_weight}"
+            )
+        if self.rerank_mbr and self.rerank_discriminator_weight > 0:
+            raise ValueError(
+                "`rerank_mbr` and `rerank_discriminator_weight` both break the reranker's ties: choose one. "
+                f"Received: rerank_mbr=True, rerank_discriminator_weight={self.rerank_discriminator_weight}"
             )
         if isinstance(self.rerank_subjects, bool):  # a config.json of the release that made it a flag
             self.rerank_subjects = "errors" if self.rerank_subjects else "off"

@@ -36,7 +36,7 @@ from keras import ops
 from onestep_gan.rdf2text import averaging, checkpoints, datasets, enriched, evaluation, inference, runs, triple_orders
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.preprocessor import TextPreprocessor
-from onestep_gan.rdf2text.reranking import SlotErrorReranker
+from onestep_gan.rdf2text.reranking import SlotErrorReranker, mbr_preference
 from onestep_gan.rdf2text.transformer import TransformerGenerator
 from onestep_gan.rdf2text.vocabulary import Vocabulary
 
@@ -119,7 +119,7 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True, discri
     """`fn(examples) -> texts`: the decoding `config` asks for (method, beam, length penalty,
     placeholder constraints, and reranking of the beam candidates by slot errors when
     `config.rerank` and an aligner, its ties broken with the `discriminator` when
-    `config.rerank_discriminator_weight` > 0)."""
+    `config.rerank_discriminator_weight` > 0, or with the beam's consensus when `config.rerank_mbr`)."""
     reranker = preference = None
     if config.rerank and config.decode_method == "beam" and aligner is not None:
         reranker = SlotErrorReranker.from_config(aligner, config)
@@ -130,6 +130,8 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True, discri
                     "decode an adversarial run (it has discriminator.keras), or set the weight to 0."
                 )
             preference = inference.discriminator_preference(discriminator, config.rerank_discriminator_weight)
+        elif config.rerank_mbr:
+            preference = mbr_preference(preprocessor.eos_id, preprocessor.pad_id)
     generate_function = inference.make_generate_function(
         model,
         method=config.decode_method,
@@ -456,7 +458,7 @@ def _average_checkpoints(model, run_dir, best_epoch, k):
 _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
     "rerank_stated_relations", "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments",
-    "constrain_placeholders", "rerank_discriminator_weight", "decode_batch_size", "num_logged_samples",
+    "constrain_placeholders", "rerank_discriminator_weight", "rerank_mbr", "decode_batch_size", "num_logged_samples",
     "jit_compile",  # what it changes in training, the batches' widths, is named on its own
 })
 

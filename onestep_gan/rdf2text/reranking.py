@@ -20,6 +20,10 @@ capital Rome`; `SlotAligner(subjects=True)`); with `subjects="errors"` each coun
 With `attachments`, a value attached to another input relation's own words ("The diameter of
 Ariane 5 is Guiana Space Centre" for `launchSite`; `SlotAligner(attachments=True)`) is a slot error.
 
+With `mbr_preference` as the `preference`, ties go to the **consensus** candidate: the one whose
+n-grams the rest of the beam shares most, weighted by the beam's own probabilities (minimum Bayes
+risk decoding over the beam, with an n-gram F1 as the utility; `MLEConfig.rerank_mbr`).
+
 With `stated_relations`, ties on that count go on to the candidate that leaves fewer
 **unstated relations**: triples whose predicate the training references never showed
 (`SlotAligner.knows_predicate` is false, as for most predicates of WebNLG's unseen categories) and
@@ -35,6 +39,8 @@ made the reranker leave values out rather than state their relations (docs/webnl
 """
 
 import collections
+
+import numpy as np
 
 from onestep_gan.rdf2text import preprocessing
 from onestep_gan.rdf2text.config import RERANK_SUBJECTS
@@ -137,3 +143,63 @@ class SlotErrorReranker:
         if preference is None:
             return min(range(len(candidates)), key=lambda index: (ranks[index], index))
         return min(range(len(candidates)), key=lambda index: (ranks[index], -preference[index], index))
+
+
+def ngram_counts(tokens, max_order=4):
+    """`[Counter of 1-grams, ..., Counter of max_order-grams]` of a token sequence."""
+    tokens = tuple(tokens)
+    return [
+        collections.Counter(tokens[start:start + order] for start in range(len(tokens) - order + 1))
+        for order in range(1, max_order + 1)
+    ]
+
+
+def ngram_f1(counts, other_counts):
+    """The mean over n-gram orders of the F1 of two `ngram_counts` (clipped matches: the n-grams
+    both hold, each as often as the rarer holds it). Orders neither sequence is long enough for are
+    left out of the mean; two empty sequences score 1."""
+    scores = []
+    for grams, other in zip(counts, other_counts):
+        total = sum(grams.values()) + sum(other.values())
+        if total:
+            matches = sum(min(count, other[gram]) for gram, count in grams.items() if gram in other)
+            scores.append(2.0 * matches / total)
+    return sum(scores) / len(scores) if scores else 1.0
+
+
+def mbr_preference(eos_id, pad_id, max_order=4):
+    """`fn(source_ids, candidate_ids, beam_scores) -> (batch, beam)` preferences for
+    `SlotErrorReranker.choose`: each candidate's expected `ngram_f1` against the beam, the
+    expectation weighted by the softmax of the beam's length-normalised scores (every candidate,
+    itself included). The consensus candidate, not the most likely one, wins a tie on errors.
+
+    Candidates are compared as token ids up to their first EOS (or PAD): delexicalised, so two
+    texts that differ only in which value sits in a slot differ in their placeholders' ids.
+    """
+
+    def tokens(ids):
+        ids = list(ids)
+        for stop in (eos_id, pad_id):
+            if stop in ids:
+                ids = ids[: ids.index(stop)]
+        return ids
+
+    def preference(source_ids, candidate_ids, beam_scores):
+        candidate_ids = np.asarray(candidate_ids)
+        beam_scores = np.asarray(beam_scores, dtype="float64")
+        preferences = np.zeros(beam_scores.shape, dtype="float64")
+        for row in range(candidate_ids.shape[0]):
+            scores = beam_scores[row]
+            finite = np.isfinite(scores)
+            if not finite.any():
+                continue
+            weights = np.where(finite, np.exp(scores - scores[finite].max()), 0.0)
+            weights /= weights.sum()
+            counts = [ngram_counts(tokens(ids), max_order) for ids in candidate_ids[row]]
+            for index, candidate in enumerate(counts):
+                preferences[row, index] = sum(
+                    weight * ngram_f1(candidate, other) for weight, other in zip(weights, counts) if weight > 0
+                )
+        return preferences
+
+    return preference
