@@ -1,4 +1,4 @@
-"""MLE training speed under TensorFlow's thread settings (one process a variant, passes interleaved).
+"""MLE training speed under TensorFlow's thread settings and kernels (one process a variant, passes interleaved).
 
 TensorFlow runs a graph's ops on an inter-op thread pool and splits each large op on an intra-op
 pool; by default each is as large as the machine's cores. On 2 cores the MLE job's step is many small
@@ -14,6 +14,7 @@ order); different sums, that it changes the model trained.
 
     python benchmarks/threads.py                       # default, inter 1, inter 1 + intra 1; 60 batches, 7 rounds
     python benchmarks/threads.py --variants default inter1 --batches 120
+    python benchmarks/threads.py --variants default onednn-off   # oneDNN's kernels against TensorFlow's own
     python benchmarks/threads.py --quick               # tiny model, 6 batches, 2 rounds: checks it runs
 
 Needs the WebNLG corpus ($WEBNLG_DIR or --data-dir). Time it with nothing else running.
@@ -27,7 +28,10 @@ import subprocess
 import sys
 
 # (inter-op threads, intra-op threads); 0 = TensorFlow's default (the number of cores)
-VARIANTS = {"default": (0, 0), "inter1": (1, 0), "inter1+intra1": (1, 1), "intra1": (0, 1)}
+VARIANTS = {"default": (0, 0), "inter1": (1, 0), "inter1+intra1": (1, 1), "intra1": (0, 1), "onednn-off": (0, 0)}
+# Environment a variant's process starts TensorFlow with: "onednn-off" runs TensorFlow's own (Eigen)
+# kernels instead of oneDNN's, which TensorFlow uses by default on x86 CPUs.
+ENVIRONMENT = {"onednn-off": {"TF_ENABLE_ONEDNN_OPTS": "0"}}
 DEFAULT_VARIANTS = ("default", "inter1", "inter1+intra1")
 
 
@@ -35,6 +39,7 @@ def worker(args):
     """One variant: set the pools, build, warm up, then answer each line on stdin with one timed pass."""
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.update(ENVIRONMENT.get(args.worker, {}))
     import tensorflow as tf
 
     inter, intra = VARIANTS[args.worker]
