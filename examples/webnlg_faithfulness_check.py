@@ -126,7 +126,8 @@ def check_references(aligner, entries):
 
 
 def read_enriched(folder):
-    """Yields (triples, [(template tokens, [(tag, surface)] in order, text)]) per entry."""
+    """Yields (triples, entity tags, [(template tokens, [(tag, surface)] in order, text)], category)
+    per entry."""
     for path in sorted(pathlib.Path(folder).glob("*triples/*.xml")):
         for entry in ET.parse(path).getroot().iter("entry"):
             triples = tuple(
@@ -148,7 +149,7 @@ def read_enriched(folder):
                     continue
                 lexes.append((template, [(tag, surface) for _, tag, surface in references],
                               (lex.findtext("text") or "").strip()))
-            yield triples, entity_tags, lexes
+            yield triples, entity_tags, lexes, entry.get("category")
 
 
 def _is_tag(token):
@@ -168,10 +169,10 @@ def realise(template, mentions):
 
 
 def enriched_cases(folder, seed=0):
-    """Yields (kind, triples, text, gold labels) for references and corruptions."""
+    """Yields (kind, triples, text, gold labels, category) for references and corruptions."""
     rng = random.Random(seed)
     skipped = collections.Counter()
-    for triples, entity_tags, lexes in read_enriched(folder):
+    for triples, entity_tags, lexes, category in read_enriched(folder):
         object_tags = [entity_tags.get(normalise_entity(t.object)) for t in triples]
         subject_tags = [entity_tags.get(normalise_entity(t.subject)) for t in triples]
         if None in object_tags or None in subject_tags:
@@ -184,7 +185,7 @@ def enriched_cases(folder, seed=0):
                 continue
             tag_count = collections.Counter(tag for tag, _ in mentions)
             gold = ["correct" if tag_count[tag] else "missing" for tag in object_tags]
-            yield "reference", triples, text, gold
+            yield "reference", triples, text, gold, category
             # Candidates: objects of exactly one triple, no subject, mentioned once, by name.
             name_mentions = {tag for tag, surface in mentions}
             single = [
@@ -210,13 +211,13 @@ def enriched_cases(folder, seed=0):
                 ]
                 labels = list(gold)
                 labels[i] = labels[j] = "wrong"
-                yield "object swap", triples, realise(template, swapped), labels
+                yield "object swap", triples, realise(template, swapped), labels, category
             if single:
                 i = rng.choice(single)
                 kept = [(tag, "" if tag == object_tags[i] else surface) for tag, surface in mentions]
                 labels = list(gold)
                 labels[i] = "missing"
-                yield "deletion", triples, " ".join(realise(template, kept).split()), labels
+                yield "deletion", triples, " ".join(realise(template, kept).split()), labels, category
             # Subject/object swap: a triple whose subject and object occur in no other triple.
             lone = [
                 index for index, (s_tag, o_tag) in enumerate(zip(subject_tags, object_tags))
@@ -234,7 +235,7 @@ def enriched_cases(folder, seed=0):
                 ]
                 labels = list(gold)
                 labels[i] = "wrong"
-                yield "subject-object swap", triples, realise(template, swapped), labels
+                yield "subject-object swap", triples, realise(template, swapped), labels, category
     if skipped:
         print(f"  enriched: skipped {dict(skipped)}", file=sys.stderr)
 
@@ -248,14 +249,18 @@ def coordinated(template, first, second):
     return all(token in ("and", "or", ",", "&") for token in between)
 
 
-def check_enriched(aligner, folder, show=0):
+def check_enriched(aligner, folder, show=0, seen_categories=None):
+    """Confusion reports per corruption kind; with `seen_categories` (the train categories), also
+    per kind on seen and on unseen categories ("object swap, unseen")."""
     pairs = collections.defaultdict(list)
     examples = collections.defaultdict(list)
-    for kind, triples, text, gold in enriched_cases(folder):
+    for kind, triples, text, gold, category in enriched_cases(folder):
         judged = aligner.judge(triples, text).labels
         for gold_label, label, triple in zip(gold, judged, triples):
             pairs[kind].append((gold_label, label))
             pairs["all"].append((gold_label, label))
+            if seen_categories is not None:
+                pairs[f"{kind}, {'seen' if category in seen_categories else 'unseen'}"].append((gold_label, label))
             if gold_label != label:
                 examples[kind].append((gold_label, label, triple, text))
     report = {kind: confusion_report(values) for kind, values in pairs.items()}
@@ -305,6 +310,11 @@ def main(argv=None):
                         "phrases: relations stated the wrong way round (docs/faithfulness.md)")
     parser.add_argument("--subjects", action="store_true",
                         help="the aligner also counts relations stated of the wrong subject (docs/faithfulness.md)")
+    parser.add_argument("--value-shapes", action="store_true",
+                        help="a rival relation binds a value only if its train objects take the value's shape "
+                        "(date, year, number, other; docs/faithfulness.md)")
+    parser.add_argument("--gold-splits", nargs="+", choices=("dev", "test"), default=["dev"],
+                        help="enriched splits for (b); test is also split into seen and unseen categories")
     args = parser.parse_args(argv)
 
     start = time.time()
@@ -312,7 +322,8 @@ def main(argv=None):
     dev = webnlg.load_webnlg("dev", args.data_dir)
     test = webnlg.load_webnlg("test", args.data_dir)
     aligner = faithfulness.SlotAligner.from_entries(
-        train, min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects)
+        train, min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
+        value_shapes=args.value_shapes)
     print(f"mined {len(aligner.cues)} predicates, {sum(map(len, aligner.cues.values()))} cues, "
           f"{len(aligner.gazetteer)} gazetteer entities in {time.time() - start:.1f}s")
     if args.save_aligner:
@@ -329,13 +340,16 @@ def main(argv=None):
                   f"extra-entity outputs={scores['outputs_with_extra_entities']:.2%} "
                   f"no-evidence={scores['no_evidence_rate']:.2%}")
 
-    print("(b) enriched gold, dev")
-    enriched_dev = pathlib.Path(args.enriched_dir) / "dev"
-    results["enriched_dev"] = report = check_enriched(aligner, enriched_dev, args.show)
-    for kind, scores in report.items():
-        print(f"  {kind:20s} triples={scores['n']:5d} accuracy={scores['accuracy']:.2%} " + " ".join(
-            f"{label}: P={scores[label]['precision']} R={scores[label]['recall']} "
-            f"(gold {scores[label]['gold']})" for label in LABELS))
+    seen_categories = {entry.category for entry in train}
+    for split in args.gold_splits:
+        print(f"(b) enriched gold, {split}")
+        results[f"enriched_{split}"] = report = check_enriched(
+            aligner, pathlib.Path(args.enriched_dir) / split, args.show,
+            seen_categories=seen_categories if split == "test" else None)
+        for kind, scores in report.items():
+            print(f"  {kind:28s} triples={scores['n']:5d} accuracy={scores['accuracy']:.2%} " + " ".join(
+                f"{label}: P={scores[label]['precision']} R={scores[label]['recall']} "
+                f"(gold {scores[label]['gold']})" for label in LABELS))
 
     if args.hypotheses and HAND_LABELS:
         print("(c) hand labels, dev outputs")

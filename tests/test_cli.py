@@ -235,15 +235,15 @@ def test_evaluate_inversions_counts_a_relation_stated_the_wrong_way_round(tmp_pa
     assert rates == [0.0, 1.0]  # the seen entry: Aarhus_Airport | cityServed | "Aarhus, Denmark"
 
 
-@pytest.mark.parametrize("flag", ["--subjects", "--attachments"])
+@pytest.mark.parametrize("flag", ["--subjects", "--attachments", "--value-shapes"])
 def test_evaluate_stricter_check_flags_judge_with_that_check(tmp_path, monkeypatch, flag):
-    """`--subjects` / `--attachments` score with `SlotAligner(subjects=True)` / `(attachments=True)` (what
-    each catches: test_faithfulness)."""
+    """`--subjects` / `--attachments` / `--value-shapes` score with `SlotAligner(subjects=True)` /
+    `(attachments=True)` / `(value_shapes=True)` (what each does: test_faithfulness)."""
     hypotheses = tmp_path / "test_hypotheses.txt"
     hypotheses.write_text("Aarhus Airport serves Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
     used = []
     original = evaluation.write_report
-    setting = flag.lstrip("-")
+    setting = flag.lstrip("-").replace("-", "_")
     monkeypatch.setattr(evaluation, "write_report",
                         lambda *args, aligner=None, **kwargs: used.append(getattr(aligner, setting)) or original(*args, aligner=aligner, **kwargs))
     base = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]

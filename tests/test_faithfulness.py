@@ -494,3 +494,33 @@ def test_scores_and_labels_do_not_depend_on_the_hash_seed():
         )
         outputs.add(result.stdout)
     assert len(outputs) == 1, outputs
+
+
+def test_value_shape_on_webnlg_spellings():
+    assert [faithfulness.value_shape(value) for value in (
+        '"1986-10-12"', "1872", "94.8024 (kilograms)", '"310"^^xsd:positiveInteger', "4000.0", "1,500", "-6",
+        "Wheeler,_Texas", '"Massachusetts Institute of Technology, Sc.D. 1963"', "14L/32R", "1.8 litre I4",
+    )] == ["date", "year", "number", "number", "number", "number", "number", "other", "other", "other", "other"]
+
+
+def test_value_shapes_keep_a_year_from_a_rival_that_never_takes_one(aligner):
+    """`birthYear` has no mined cues: without the option its year next to "born in" is bound to
+    `birthPlace` (wrong); with it, a place predicate cannot take a year. A triple whose predicate
+    has cues keeps every rival, so a place written where the date's words are stays wrong."""
+    assert aligner.shapes["birth place"] == {"other": 6} and aligner.shapes["birth date"] == {"date": 6}
+    assert not aligner.takes_shape("birthPlace", "year") and aligner.takes_shape("birthYear", "year")
+    triples = (Triple("Alfred_Jones", "birthPlace", "England"), Triple("Alfred_Jones", "birthYear", "1872"))
+    text = "Alfred Jones, born in 1872, was born in England."
+    shaped = aligner.with_settings(value_shapes=True)
+    assert aligner.judge(triples, text).labels == ("correct", "wrong")
+    assert shaped.judge(triples, text).labels == ("correct", "correct")
+    known = (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"), Triple("Alan_Bean", "birthDate", '"1932-03-15"'))
+    swapped = "Alan Bean was born in 15 March 1932 on Wheeler, Texas."
+    assert aligner.judge(known, swapped).labels == shaped.judge(known, swapped).labels == ("wrong", "wrong")
+    # The shapes travel with the aligner; one saved before they were mined cannot use the option.
+    assert SlotAligner.from_config(shaped.get_config()).judge(triples, text).labels == ("correct", "correct")
+    old = {key: value for key, value in aligner.get_config().items()
+           if key not in ("shapes", "value_shapes", "min_shape_share")}
+    assert SlotAligner.from_config(old).judge(triples, text).labels == ("correct", "wrong")
+    with pytest.raises(ValueError, match="saved before they were mined"):
+        SlotAligner.from_config({**old, "value_shapes": True})

@@ -262,7 +262,7 @@ def _evaluate(args):
     aligner = SlotAligner.from_entries(
         runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", aligner_holdout),
         min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
-        attachments=args.attachments,
+        attachments=args.attachments, value_shapes=args.value_shapes,
     )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
@@ -399,6 +399,11 @@ def build_parser():
         "--attachments", action="store_true",
         help='slot errors also count values attached to another input relation\'s own words ("the diameter of '
         'Ariane 5 is Guiana Space Centre" for Ariane_5 launchSite Guiana_Space_Centre)',
+    )
+    evaluate.add_argument(
+        "--value-shapes", action="store_true",
+        help="a value is bound to another input relation only if that relation's train objects take its shape (date, "
+        'year, number, other): "born in 1872" for birthYear is not a wrong birthPlace',
     )
     evaluate.add_argument(
         "--whole-train-aligner", action="store_true",

@@ -97,6 +97,7 @@ import functools
 import json
 import math
 import pathlib
+import re
 
 from onestep_gan.rdf2text import mentions, preprocessing
 
@@ -366,11 +367,20 @@ class SlotAligner:
             is not its subject ("the capital of ENT_3" for `ENT_1 capital ENT_2`; module docstring, 6).
         attachments: also call "wrong" a value attached to another input relation's own words
             ("the diameter of ENT_1 is ENT_3" for `ENT_1 launchSite ENT_3`; module docstring, 7).
+        shapes: predicate key -> {value shape: count} of its train objects (`value_shape`; mined by
+            `from_entries`).
+        value_shapes: for a triple whose predicate mining never met (no cues of its own, as on
+            unseen categories), a rival input predicate makes a mention "wrong" only if the value's
+            shape is one the rival's train objects take (at least `min_shape_share` of them; a
+            predicate without mined shapes takes any): "born in 1872" for `birthYear` is not bound
+            to `birthPlace`, whose objects are never years. A triple of a known predicate keeps
+            every rival: its own cues compete, and "born on Wheeler, Texas" is a wrong binding.
     """
 
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
                  max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2,
-                 min_foreign=None, inversions=False, subjects=False, attachments=False):
+                 min_foreign=None, inversions=False, subjects=False, attachments=False, shapes=None,
+                 value_shapes=False, min_shape_share=0.02):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
@@ -385,6 +395,14 @@ class SlotAligner:
         self.inversions = bool(inversions)
         self.subjects = bool(subjects)
         self.attachments = bool(attachments)
+        self.shapes = {key: dict(counts) for key, counts in (shapes or {}).items()}
+        self.value_shapes = bool(value_shapes)
+        self.min_shape_share = float(min_shape_share)
+        if self.value_shapes and not self.shapes:
+            raise ValueError(
+                "`value_shapes` needs the shapes of each predicate's train objects, which this aligner lacks "
+                "(saved before they were mined): mine it again with `SlotAligner.from_entries`."
+            )
         self._postings = None  # feature -> [(predicate key, weight)], built when first needed
         self._gazetteer_index = mentions.gazetteer_index(self.gazetteer)
         self._weights_cache = {}
@@ -410,8 +428,11 @@ class SlotAligner:
         background = collections.Counter()
         total = 0
         gazetteer = set()
+        shapes = collections.defaultdict(collections.Counter)
         for entry in entries:
             triples = tuple(entry.triples)
+            for triple in triples:
+                shapes[predicate_key(triple.predicate)][value_shape(triple.object)] += 1
             view = _input_view(triples)
             if gazetteer_entities:
                 gazetteer.update(view.entity_map.values())
@@ -449,7 +470,7 @@ class SlotAligner:
                 if weight > 0:
                     weights[feature] = round(weight, 3)
             cues[key] = weights
-        return cls(cues, sorted(mentions.usable_gazetteer(gazetteer)), **kwargs)
+        return cls(cues, sorted(mentions.usable_gazetteer(gazetteer)), shapes=shapes, **kwargs)
 
     # ---------------------------------------------------------------------------- judging
 
@@ -588,11 +609,15 @@ class SlotAligner:
         # Rivals: the other input triples this mention could wrongly express. Not those with
         # the same object (shared entity), nor those whose subject it is (a subject sits next
         # to its own predicate's words), nor predicates whose cues resemble this one's.
+        # With `value_shapes` and a predicate without cues of its own, nor predicates whose objects
+        # never take this value's shape.
+        shape = value_shape(triple.object) if self.value_shapes and not self.knows_predicate(predicate) else None
         rivals = [
             (other_predicate, self._weights(other_predicate), other_subject)
             for other_subject, other_object, other_predicate in view.slots
             if other_object != object_ and other_subject != object_
             and not self.similar_predicates(predicate, other_predicate)
+            and (shape is None or self.takes_shape(other_predicate, shape))
         ]
         # Relations outside the input are looked for only for an entity that is this triple's
         # object alone (as in mining): the subject or object of another input triple may sit in
@@ -672,6 +697,14 @@ class SlotAligner:
                 return score, key
         return 0.0, None
 
+    def takes_shape(self, predicate, shape):
+        """Whether at least `min_shape_share` of `predicate`'s train objects have `shape`
+        (`value_shape`); True for a predicate whose objects mining never met."""
+        counts = self.shapes.get(predicate_key(predicate))
+        if not counts:
+            return True
+        return counts.get(shape, 0) >= self.min_shape_share * sum(counts.values())
+
     def knows_predicate(self, predicate):
         """Whether mining met `predicate` in the training references (its key is in the cue
         table; a rare one may hold no cue that passed `min_count`). Of a predicate it never met
@@ -729,11 +762,14 @@ class SlotAligner:
             "inversions": self.inversions,
             "subjects": self.subjects,
             "attachments": self.attachments,
+            "shapes": self.shapes,
+            "value_shapes": self.value_shapes,
+            "min_shape_share": self.min_shape_share,
         }
 
     @classmethod
     def from_config(cls, config):
-        return cls(**{"attachments": False, **config})  # an aligner.json saved before the option
+        return cls(**{"attachments": False, **config})  # an aligner.json saved before the options
 
     def save(self, path):
         path = pathlib.Path(path)
@@ -754,6 +790,25 @@ _SYMMETRIC = frozenset({
     "spouse", "partner", "sister station", "neighboring municipality", "neighbouring municipality",
     "comparable", "related mean of transportation", "associated band associated musical artist",
 })
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_YEAR = re.compile(r"[12]\d{3}")
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(\s*\(.*\)|\s+\S+)?")
+
+
+def value_shape(value):
+    """The shape of a triple's object as WebNLG writes it: "date" (`"1986-10-12"`), "year" (`1872`),
+    "number" (`94.8024 (kilograms)`, `"310"^^xsd:positiveInteger`, `4000.0`) or "other" (names,
+    words, codes)."""
+    text = str(value).split("^^")[0].strip().strip('"').replace("_", " ").strip()
+    if _ISO_DATE.fullmatch(text):
+        return "date"
+    if _YEAR.fullmatch(text):
+        return "year"
+    if _NUMBER.fullmatch(text):
+        return "number"
+    return "other"
 
 
 @functools.lru_cache(maxsize=65536)
