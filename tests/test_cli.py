@@ -258,6 +258,26 @@ def test_evaluate_rejects_wrong_line_count(tmp_path):
     assert cli.main(argv) == 2
 
 
+def test_decode_with_value_shapes_mines_again_an_aligner_saved_without_shapes(trained_run, tmp_path):
+    """A run saved before aligners carried their values' shapes still decodes with
+    `--rerank-value-shapes`: `decode` mines the aligner again (same cues) and saves it with them."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    saved = json.loads((run / "aligner.json").read_text())
+    old = {key: value for key, value in saved.items() if key not in ("shapes", "value_shapes", "min_shape_share")}
+    (run / "aligner.json").write_text(json.dumps(old))
+    argv = ["decode", "--run-dir", str(run), "--data-dir", str(FIXTURE_2017), "--decode-method", "beam",
+            "--beam-width", "2", "--rerank-value-shapes"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert cli.main(argv) == 0
+    mined = json.loads((run / "aligner.json").read_text())
+    assert mined["shapes"] == saved["shapes"] and mined["cues"] == saved["cues"] and mined["shapes"]
+    assert json.loads((run / "config.json").read_text())["rerank_value_shapes"] is True
+
+
 def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys):
     argv = ["decode", "--run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017), "--decode-method", "beam",
             "--beam-width", "3", "--no-rerank", "--rerank-min-foreign", "none",

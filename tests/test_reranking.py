@@ -299,3 +299,20 @@ def test_decoder_for_hands_the_consensus_to_the_reranker_when_the_config_asks(mo
             np.testing.assert_array_equal(seen["preference"](None, candidate_ids, np.zeros((1, 3))), expected)
         else:
             assert seen["preference"] is None
+
+
+def test_value_shapes_in_the_reranker_let_a_year_stand_next_to_born_in(reranker):
+    """`MLEConfig.rerank_value_shapes`: "born in ENT_3" for `birthYear` (no mined cues) is a wrong
+    `birthPlace` to the plain aligner, so the candidate that leaves the year out ties with it and wins
+    by beam order; with value shapes the year is not a place, and the text stating both wins."""
+    triples = (Triple("Alfred_Jones", "birthPlace", "England"), Triple("Alfred_Jones", "birthYear", "1872"))
+    entity_map = {"ENT_1": "Alfred Jones", "ENT_2": "England", "ENT_3": "1872"}
+    silent = "ENT_1 was born in ENT_2 .".split()
+    both = "ENT_1 , born in ENT_3 , was born in ENT_2 .".split()
+    shaped = SlotErrorReranker.from_config(reranker.aligner, dataclasses.replace(MLEConfig.quick(), rerank_value_shapes=True))
+    plain = SlotErrorReranker.from_config(reranker.aligner, MLEConfig.quick())
+    assert (shaped.aligner.value_shapes, plain.aligner.value_shapes) == (True, False)
+    assert [plain.errors(triples, tokens, entity_map) for tokens in (silent, both)] == [1, 1]
+    assert [shaped.errors(triples, tokens, entity_map) for tokens in (silent, both)] == [1, 0]
+    assert (plain.choose(triples, [silent, both], entity_map), shaped.choose(triples, [silent, both], entity_map)) == (0, 1)
+    assert not MLEConfig().rerank_value_shapes

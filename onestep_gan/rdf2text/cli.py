@@ -299,6 +299,12 @@ def _add_decoding_overrides(parser):
         'Ariane 5 is Guiana Space Centre" for Ariane_5 launchSite Guiana_Space_Centre); default: the run\'s',
     )
     parser.add_argument(
+        "--rerank-value-shapes", action=argparse.BooleanOptionalAction, default=None,
+        help="for a relation without mined cues, the reranker lets another relation bind its value only if that "
+        'relation\'s train values have its shape ("born in 1872" for birthYear is not a wrong birthPlace); default: '
+        "the run's",
+    )
+    parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
@@ -321,7 +327,8 @@ def _decoding_overrides(args):
         name: getattr(args, name)
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
-            "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "constrain_placeholders",
+            "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
+            "constrain_placeholders",
             "rerank_discriminator_weight", "rerank_mbr",
         )
         if getattr(args, name) is not None

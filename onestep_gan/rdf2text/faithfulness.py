@@ -401,7 +401,8 @@ class SlotAligner:
         if self.value_shapes and not self.shapes:
             raise ValueError(
                 "`value_shapes` needs the shapes of each predicate's train objects, which this aligner lacks "
-                "(saved before they were mined): mine it again with `SlotAligner.from_entries`."
+                "(saved before they were mined): mine it again with `SlotAligner.from_entries` (for a run folder, "
+                "`onestep-gan decode --run-dir RUN --rerank-value-shapes` does)."
             )
         self._postings = None  # feature -> [(predicate key, weight)], built when first needed
         self._gazetteer_index = mentions.gazetteer_index(self.gazetteer)

@@ -457,7 +457,7 @@ def _average_checkpoints(model, run_dir, best_epoch, k):
 # other values, for example by a newer release that added a decoding setting.
 _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
-    "rerank_stated_relations", "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments",
+    "rerank_stated_relations", "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
     "constrain_placeholders", "rerank_discriminator_weight", "rerank_mbr", "decode_batch_size", "num_logged_samples",
     "jit_compile",  # what it changes in training, the batches' widths, is named on its own
 })
@@ -525,7 +525,7 @@ def decode_run(run_dir, data_dir=None, **decoding):
     if not adversarial and (config.average_checkpoints > 1 or (run_dir / averaging.EPOCH_WEIGHTS_DIR).is_dir()):
         _average_checkpoints(model, run_dir, averaging.run_best_epoch(run_dir), config.average_checkpoints)
     aligner = runs.load_aligner(run_dir)
-    if aligner is None:
+    if aligner is None or (config.rerank_value_shapes and not aligner.shapes):  # none, or saved before shapes
         aligner = SlotAligner.from_entries(runs.load_split(
             "train", data_dir, config.max_train_entries, config.seed, holdout_categories=config.holdout_categories
         ))

@@ -17,6 +17,9 @@ With `subjects="ties"`, ties on that count go first to the candidate that states
 an input entity that is not their subject ("The capital of Alfa Romeo 164 is Rome" for `Italy
 capital Rome`; `SlotAligner(subjects=True)`); with `subjects="errors"` each counts as a slot error.
 
+With `value_shapes`, the aligner lets a rival relation bind a value of a triple without mined cues
+only if the rival's train objects take the value's shape (`SlotAligner(value_shapes=True)`).
+
 With `attachments`, a value attached to another input relation's own words ("The diameter of
 Ariane 5 is Guiana Space Centre" for `launchSite`; `SlotAligner(attachments=True)`) is a slot error.
 
@@ -62,6 +65,7 @@ class SlotErrorReranker:
             `stated_relations`); "off" (or False) ignores them.
         attachments: count values attached to another input relation's own words as slot errors
             (`SlotAligner(attachments=True)`).
+        value_shapes: judge with `SlotAligner(value_shapes=True)` (the aligner needs mined shapes).
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
@@ -69,7 +73,7 @@ class SlotErrorReranker:
     """
 
     def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects="off",
-                 attachments=False):
+                 attachments=False, value_shapes=False):
         if unstated_as_errors and not stated_relations:
             raise ValueError(
                 "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
@@ -84,6 +88,8 @@ class SlotErrorReranker:
             aligner = aligner.with_settings(subjects=True)
         if attachments:
             aligner = aligner.with_settings(attachments=True)
+        if value_shapes:
+            aligner = aligner.with_settings(value_shapes=True)
         self.aligner = aligner
         self.subjects = subjects
         self.stated_relations = bool(stated_relations)
@@ -93,10 +99,10 @@ class SlotErrorReranker:
     @classmethod
     def from_config(cls, aligner, config):
         """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`,
-        `rerank_unstated_as_errors`, `rerank_subjects`, `rerank_attachments`)."""
+        `rerank_unstated_as_errors`, `rerank_subjects`, `rerank_attachments`, `rerank_value_shapes`)."""
         return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations,
                    unstated_as_errors=config.rerank_unstated_as_errors, subjects=config.rerank_subjects,
-                   attachments=config.rerank_attachments)
+                   attachments=config.rerank_attachments, value_shapes=config.rerank_value_shapes)
 
     def errors(self, triples, tokens, entity_map):
         """The error count of one candidate (delexicalised `tokens`, the input's `entity_map`)."""
