@@ -278,6 +278,37 @@ def test_decode_with_value_shapes_mines_again_an_aligner_saved_without_shapes(tr
     assert json.loads((run / "config.json").read_text())["rerank_value_shapes"] is True
 
 
+def test_a_decode_stopped_half_way_leaves_the_runs_reports_and_config_as_they_were(trained_run, tmp_path, monkeypatch):
+    """`decode` writes nothing until both splits are decoded and scored: stopped during test, the
+    folder keeps its old dev report beside its old test report and config.json."""
+    import shutil
+
+    from onestep_gan.rdf2text import mle
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    kept = ("config.json", "dev_hypotheses.txt", "dev_scores.json", "test_hypotheses.txt", "test_scores.json", "summary.md")
+    before = {name: (run / name).read_bytes() for name in kept}
+    real_decoder_for = mle.decoder_for
+
+    def stopping_decoder_for(*args, **kwargs):
+        decode, calls = real_decoder_for(*args, **kwargs), []
+
+        def decode_then_stop(examples):
+            calls.append(len(examples))
+            if len(calls) == 2:  # test: dev has been decoded
+                raise KeyboardInterrupt
+            return decode(examples)
+
+        return decode_then_stop
+
+    monkeypatch.setattr(mle, "decoder_for", stopping_decoder_for)
+    with warnings.catch_warnings(), pytest.raises(KeyboardInterrupt):
+        warnings.simplefilter("ignore", UserWarning)
+        mle.decode_run(run, FIXTURE_2017, decode_method="beam", beam_width=2, rerank=False)
+    assert {name: (run / name).read_bytes() for name in kept} == before
+
+
 def test_decode_rescores_a_run_with_other_decoding_settings(trained_run, capsys):
     argv = ["decode", "--run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017), "--decode-method", "beam",
             "--beam-width", "3", "--no-rerank", "--rerank-min-foreign", "none",

@@ -531,7 +531,9 @@ def decode_run(run_dir, data_dir=None, **decoding):
         ))
         aligner.save(run_dir / runs.ALIGNER_FILE)
     decode = decoder_for(model, preprocessor, config, aligner, discriminator=discriminator)
-    results, decode_seconds = {}, {}
+    # Both splits are decoded and scored before any report is written: a decode stopped half way
+    # leaves the folder's reports and config.json as they were, not dev's new beside test's old.
+    outputs, results, decode_seconds = {}, {}, {}
     for name in ("dev", "test"):
         entries = runs.load_split(
             name, data_dir, config.max_eval_entries, config.seed, holdout_categories=config.holdout_categories
@@ -539,9 +541,11 @@ def decode_run(run_dir, data_dir=None, **decoding):
         t0 = time.perf_counter()
         hypotheses = decode(preprocessor.encode_entries(entries, for_training=False))
         decode_seconds[name] = time.perf_counter() - t0
-        results[name] = evaluation.write_report(
-            run_dir, hypotheses, entries, name=f"adversarial_{name}" if adversarial else name, aligner=aligner
-        )
+        outputs[name] = hypotheses, entries
+        results[name] = evaluation.evaluate_outputs(hypotheses, entries, aligner)
+    for name, (hypotheses, entries) in outputs.items():
+        evaluation.write_report(run_dir, hypotheses, entries, scores=results[name],
+                                name=f"adversarial_{name}" if adversarial else name)
     config.save(run_dir / runs.CONFIG_FILE)
     if adversarial and (run_dir / runs.ADVERSARIAL_SUMMARY_FILE).is_file():  # none if the stage stopped early
         summary = json.loads((run_dir / runs.ADVERSARIAL_SUMMARY_FILE).read_text(encoding="utf-8"))
