@@ -328,8 +328,7 @@ def _decoding_overrides(args):
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
             "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
-            "constrain_placeholders",
-            "rerank_discriminator_weight", "rerank_mbr",
+            "constrain_placeholders", "rerank_discriminator_weight", "rerank_mbr",
         )
         if getattr(args, name) is not None
     }
