@@ -79,17 +79,14 @@ class SlotErrorReranker:
                 "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
                 f"Received: stated_relations={stated_relations!r}, unstated_as_errors={unstated_as_errors!r}"
             )
-        if min_foreign is not None:
-            aligner = aligner.with_settings(min_foreign=min_foreign)
         subjects = {False: "off", True: "errors"}.get(subjects, subjects)
         if subjects not in RERANK_SUBJECTS:
             raise ValueError(f"`subjects` must be one of {list(RERANK_SUBJECTS)}. Received: subjects={subjects!r}")
-        if subjects != "off":
-            aligner = aligner.with_settings(subjects=True)
-        if attachments:
-            aligner = aligner.with_settings(attachments=True)
-        if value_shapes:
-            aligner = aligner.with_settings(value_shapes=True)
+        settings = {"min_foreign": min_foreign} if min_foreign is not None else {}
+        settings.update((name, True) for name, on in (
+            ("subjects", subjects != "off"), ("attachments", attachments), ("value_shapes", value_shapes)) if on)
+        if settings:  # one copy of the aligner, whatever the number of settings
+            aligner = aligner.with_settings(**settings)
         self.aligner = aligner
         self.subjects = subjects
         self.stated_relations = bool(stated_relations)
@@ -202,9 +199,13 @@ def mbr_preference(eos_id, pad_id, max_order=4):
             weights = np.where(finite, np.exp(scores - scores[finite].max()), 0.0)
             weights /= weights.sum()
             counts = [ngram_counts(tokens(ids), max_order) for ids in candidate_ids[row]]
-            for index, candidate in enumerate(counts):
+            similarity = np.ones((len(counts), len(counts)))  # symmetric: each pair scored once
+            for index, other_index in zip(*np.triu_indices(len(counts), k=1)):
+                similarity[index, other_index] = similarity[other_index, index] = ngram_f1(
+                    counts[index], counts[other_index])
+            for index in range(len(counts)):
                 preferences[row, index] = sum(
-                    weight * ngram_f1(candidate, other) for weight, other in zip(weights, counts) if weight > 0
+                    weight * similarity[index, other] for other, weight in enumerate(weights) if weight > 0
                 )
         return preferences
 
