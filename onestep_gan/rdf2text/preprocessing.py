@@ -316,7 +316,7 @@ def relexicalise(tokens, entity_map, predicate_map=None):
     whose tokens would detokenise with other spacing is written as given (`_value_tokens`)."""
     output = []
     entity_end = None  # the last word of the entity just written
-    tokens = _possessive_its(relexicalise_predicates(tokens, predicate_map))
+    tokens = relexicalise_predicates(tokens, predicate_map)
     for token in tokens:
         if not is_placeholder(token):
             # A sentence that ends with "Chelsea F.C." ends with the value's own period: train
@@ -334,28 +334,6 @@ def relexicalise(tokens, entity_map, predicate_map=None):
             output.extend(words)
             entity_end = words[-1] if words else None
     return _without_unopened_parentheses(output)
-
-
-def _possessive_its(tokens):
-    """`tokens` with "it 's" written "its" where a noun and a copula follow: "and it 's leader is
-    ENT_3" -> "and its leader is ENT_3" (1-4 lowercase words, none a preposition, then is / are /
-    was / were: "its active years end date was"). Train references write "its X is" 493 times and "it's X is" 96 times, each of the
-    96 a misspelled possessive; the model learned both. Entity placeholders are still in `tokens`,
-    so a value never passes for the noun."""
-    output = list(tokens)
-    for index in range(len(output) - 2, -1, -1):
-        if output[index].lower() != "it" or output[index + 1] != "'s":
-            continue
-        words = output[index + 2: index + 7]
-        for length in (1, 2, 3, 4):
-            noun, following = words[:length], words[length: length + 1]
-            if len(noun) < length or not all(word.isalpha() and word.islower() and word not in PREPOSITIONS
-                                             for word in noun):
-                break
-            if following and following[0].lower() in _COPULAS:
-                output[index: index + 2] = [output[index] + "s"]  # "it"/"It" -> "its"/"Its"
-                break
-    return output
 
 
 def _value_tokens(text):
