@@ -212,6 +212,30 @@ def test_a_value_stated_under_a_relation_outside_the_input_is_wrong_with_min_for
         "correct", "correct")
 
 
+def test_foreign_known_only_leaves_relations_mining_never_met_to_their_own_words(aligner):
+    """An unseen predicate has no cues but its own words, so a mined predicate of like meaning
+    outscores it wherever it is stated ("the total population of Kyoto" for `populationTotal`
+    against the mined `population`). With `foreign_known_only` the check outside the input is
+    made only for predicates mining met: `almaMater` (never met here) is not judged by it, while
+    "born in Test pilot" for `occupation` (met) is still wrong."""
+    strict = aligner.with_settings(min_foreign=2.0)
+    known_only = aligner.with_settings(min_foreign=2.0, foreign_known_only=True)
+    assert not aligner.knows_predicate("almaMater") and aligner.knows_predicate("occupation")
+    unseen = (Triple("Alan_Bean", "almaMater", "UT_Austin"),)
+    assert strict.judge(unseen, "Alan Bean was born in UT Austin.").labels == ("wrong",)
+    assert known_only.judge(unseen, "Alan Bean was born in UT Austin.").labels == ("correct",)
+    seen = (Triple("Alan_Bean", "occupation", "Test_pilot"),)
+    for judge in (strict, known_only):
+        judgement = judge.judge(seen, "Alan Bean was born in Test pilot.").triples[0]
+        assert (judgement.label, judgement.foreign, judgement.rival_predicate) == ("wrong", True, "birth place")
+        assert judge.judge(seen, "Alan Bean worked as a test pilot.").labels == ("correct",)
+    # Saved and loaded with the aligner; off when an aligner.json saved before it is loaded.
+    assert SlotAligner.from_config(known_only.get_config()).foreign_known_only
+    config = known_only.get_config()
+    del config["foreign_known_only"]
+    assert not SlotAligner.from_config(config).foreign_known_only
+
+
 def test_slot_error_scores(aligner):
     entries = [
         WebNLGEntry("dev/2triples/Astronaut/Id1", "Astronaut", 2, BEAN, ("ref",)),

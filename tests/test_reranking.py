@@ -316,3 +316,21 @@ def test_value_shapes_in_the_reranker_let_a_year_stand_next_to_born_in(reranker)
     assert [shaped.errors(triples, tokens, entity_map) for tokens in (silent, both)] == [1, 0]
     assert (plain.choose(triples, [silent, both], entity_map), shaped.choose(triples, [silent, both], entity_map)) == (0, 1)
     assert not MLEConfig().rerank_value_shapes
+
+
+def test_foreign_known_only_in_the_reranker_spares_a_relation_mining_never_met(reranker):
+    """`MLEConfig.rerank_foreign_known_only`: "born in ENT_2" for `almaMater` (never met in mining)
+    is a value under a relation outside the input to the reranker's `min_foreign` check, and no
+    error when that check is made only for relations mining met; for `occupation` (met) it stays an
+    error either way."""
+    entity_map = {"ENT_1": "Alan Bean", "ENT_2": "UT Austin"}
+    born = "ENT_1 was born in ENT_2 .".split()
+    on = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=2.0)
+    plain = SlotErrorReranker.from_config(reranker.aligner, on)
+    known_only = SlotErrorReranker.from_config(reranker.aligner, dataclasses.replace(on, rerank_foreign_known_only=True))
+    assert (plain.aligner.foreign_known_only, known_only.aligner.foreign_known_only) == (False, True)
+    unseen = (Triple("Alan_Bean", "almaMater", "UT_Austin"),)
+    assert (plain.errors(unseen, born, entity_map), known_only.errors(unseen, born, entity_map)) == (1, 0)
+    seen = (Triple("Alan_Bean", "occupation", "UT_Austin"),)
+    assert (plain.errors(seen, born, entity_map), known_only.errors(seen, born, entity_map)) == (1, 1)
+    assert not MLEConfig().rerank_foreign_known_only

@@ -238,6 +238,9 @@ def _evaluate(args):
     from onestep_gan.rdf2text import evaluation, runs, webnlg
     from onestep_gan.rdf2text.faithfulness import SlotAligner
 
+    if args.foreign_known_only and args.min_foreign is None:
+        raise ValueError("--foreign-known-only narrows the --min-foreign check: expected --min-foreign SCORE with it. "
+                         "Received: no --min-foreign.")
     hypotheses_path = pathlib.Path(args.hypotheses)
     hypotheses = _read_text_lines(hypotheses_path, "Hypotheses file")
     output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
@@ -262,7 +265,7 @@ def _evaluate(args):
     aligner = SlotAligner.from_entries(
         runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", aligner_holdout),
         min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
-        attachments=args.attachments, value_shapes=args.value_shapes,
+        attachments=args.attachments, value_shapes=args.value_shapes, foreign_known_only=args.foreign_known_only,
     )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
@@ -305,6 +308,11 @@ def _add_decoding_overrides(parser):
         "the run's",
     )
     parser.add_argument(
+        "--rerank-foreign-known-only", action=argparse.BooleanOptionalAction, default=None,
+        help="the reranker looks for values stated under a relation outside the input only for relations the "
+        "training references showed (an unseen relation has no cues but its own words); default: the run's",
+    )
+    parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
@@ -328,7 +336,7 @@ def _decoding_overrides(args):
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
             "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
-            "constrain_placeholders", "rerank_discriminator_weight", "rerank_mbr",
+            "rerank_foreign_known_only", "constrain_placeholders", "rerank_discriminator_weight", "rerank_mbr",
         )
         if getattr(args, name) is not None
     }
@@ -410,6 +418,11 @@ def build_parser():
         "--value-shapes", action="store_true",
         help="a value is bound to another input relation only if that relation's train objects take its shape (date, "
         'year, number, other): "born in 1872" for birthYear is not a wrong birthPlace',
+    )
+    evaluate.add_argument(
+        "--foreign-known-only", action="store_true",
+        help="with --min-foreign: look for relations outside the input only for relations the training references "
+        "showed",
     )
     evaluate.add_argument(
         "--whole-train-aligner", action="store_true",

@@ -54,6 +54,9 @@ How the aligner works (`SlotAligner`):
    `discovered`): the same test as 3 with `min_foreign` for `min_rival`, against every mined
    predicate that is neither an input predicate nor similar to the triple's own, for objects of
    one triple that are no input triple's subject. Such a triple is "wrong" with `foreign` set.
+   With `foreign_known_only`, only for a triple whose predicate mining met: an unseen predicate has
+   no cues but its own words, so any mined predicate of like meaning outscores it ("the total
+   population of Kyoto is 1474570" for `populationTotal` against the mined `population`).
 
 5. Inverted relations (`inversions`, off unless set): "ENT_1 is the birth place of ENT_2" or "the
    birth place of ENT_2 is ENT_1" for `ENT_1 birthPlace ENT_2` states the relation the wrong way
@@ -361,6 +364,8 @@ class SlotAligner:
         window, near: context window sizes (bag of words; exact offsets).
         min_foreign: None (off), or the least cue score of a predicate outside the input for
             "wrong" (a value stated under a relation the input does not have).
+        foreign_known_only: with `min_foreign`, look for relations outside the input only for a
+            triple whose predicate mining met (`knows_predicate`; module docstring, 4).
         inversions: also call "wrong" a relation stated the wrong way round in its own words
             ("ENT_1 is the birth place of ENT_2" for `ENT_1 birthPlace ENT_2`; module docstring, 5).
         subjects: also call "wrong" a relation stated, in its own words, of an input entity that
@@ -380,7 +385,7 @@ class SlotAligner:
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
                  max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2,
                  min_foreign=None, inversions=False, subjects=False, attachments=False, shapes=None,
-                 value_shapes=False, min_shape_share=0.02):
+                 value_shapes=False, min_shape_share=0.02, foreign_known_only=False):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
@@ -398,6 +403,7 @@ class SlotAligner:
         self.shapes = {key: dict(counts) for key, counts in (shapes or {}).items()}
         self.value_shapes = bool(value_shapes)
         self.min_shape_share = float(min_shape_share)
+        self.foreign_known_only = bool(foreign_known_only)
         if self.value_shapes and not self.shapes:
             raise ValueError(
                 "`value_shapes` needs the shapes of each predicate's train objects, which this aligner lacks "
@@ -623,10 +629,11 @@ class SlotAligner:
         # Relations outside the input are looked for only for an entity that is this triple's
         # object alone (as in mining): the subject or object of another input triple may sit in
         # that triple's context, whose predicate has other words ("the language spoken in X").
+        # With `foreign_known_only`, only for a predicate mining met.
         single_role = self.min_foreign is not None and not any(
             (other_subject == object_ or other_object == object_) and (other_subject, other_object) != (subject, object_)
             for other_subject, other_object, _ in view.slots
-        )
+        ) and (not self.foreign_known_only or self.knows_predicate(predicate))
         best = None  # (not bound elsewhere, own - rival, own, rival, rival predicate, foreign)
         for position in positions[object_]:
             features = context_features(tokens, position, subject, self.window, self.near)
@@ -766,6 +773,7 @@ class SlotAligner:
             "shapes": self.shapes,
             "value_shapes": self.value_shapes,
             "min_shape_share": self.min_shape_share,
+            "foreign_known_only": self.foreign_known_only,
         }
 
     @classmethod

@@ -66,6 +66,8 @@ class SlotErrorReranker:
         attachments: count values attached to another input relation's own words as slot errors
             (`SlotAligner(attachments=True)`).
         value_shapes: judge with `SlotAligner(value_shapes=True)` (the aligner needs mined shapes).
+        foreign_known_only: with `min_foreign`, look for relations outside the input only for triples
+            whose predicate mining met (`SlotAligner(foreign_known_only=True)`).
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
@@ -73,7 +75,7 @@ class SlotErrorReranker:
     """
 
     def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects="off",
-                 attachments=False, value_shapes=False):
+                 attachments=False, value_shapes=False, foreign_known_only=False):
         if unstated_as_errors and not stated_relations:
             raise ValueError(
                 "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
@@ -84,7 +86,8 @@ class SlotErrorReranker:
             raise ValueError(f"`subjects` must be one of {list(RERANK_SUBJECTS)}. Received: subjects={subjects!r}")
         settings = {"min_foreign": min_foreign} if min_foreign is not None else {}
         settings.update((name, True) for name, on in (
-            ("subjects", subjects != "off"), ("attachments", attachments), ("value_shapes", value_shapes)) if on)
+            ("subjects", subjects != "off"), ("attachments", attachments), ("value_shapes", value_shapes),
+            ("foreign_known_only", foreign_known_only)) if on)
         if settings:  # one copy of the aligner, whatever the number of settings
             aligner = aligner.with_settings(**settings)
         self.aligner = aligner
@@ -96,10 +99,12 @@ class SlotErrorReranker:
     @classmethod
     def from_config(cls, aligner, config):
         """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`,
-        `rerank_unstated_as_errors`, `rerank_subjects`, `rerank_attachments`, `rerank_value_shapes`)."""
+        `rerank_unstated_as_errors`, `rerank_subjects`, `rerank_attachments`, `rerank_value_shapes`,
+        `rerank_foreign_known_only`)."""
         return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations,
                    unstated_as_errors=config.rerank_unstated_as_errors, subjects=config.rerank_subjects,
-                   attachments=config.rerank_attachments, value_shapes=config.rerank_value_shapes)
+                   attachments=config.rerank_attachments, value_shapes=config.rerank_value_shapes,
+                   foreign_known_only=config.rerank_foreign_known_only)
 
     def errors(self, triples, tokens, entity_map):
         """The error count of one candidate (delexicalised `tokens`, the input's `entity_map`)."""
