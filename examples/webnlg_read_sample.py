@@ -11,7 +11,9 @@ the outputs that state a false fact and check the aligner's labels while doing i
 The same seed picks the same entries for any hypotheses file of the split, so two runs can be
 read on the same 30 inputs (`--hypotheses` may be given several times: outputs side by side).
 `--categories Airport Astronaut` draws only among those categories' entries (the held-out
-categories of a run trained with `--holdout-categories`).
+categories of a run trained with `--holdout-categories`). `--split train` with them reads such a
+run on the train entries it never trained on (a file of one line per train entry; the lines of the
+other categories may be empty).
 
 `--blind KEY.json` with two `--hypotheses`: a blind comparison. The sample is drawn from the
 entries (of `--categories`, when given) whose two outputs differ; each is printed as "A:" and
@@ -45,7 +47,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hypotheses", action="append", required=True, help="one output per line")
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--split", default="test", choices=("dev", "test"))
+    parser.add_argument("--split", default="test", choices=("train", "dev", "test"),
+                        help="train: for a run trained without some categories (--categories them)")
     parser.add_argument("--count", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--aligner", default=None, help="a saved aligner.json (default: mined from train)")

@@ -25,6 +25,20 @@ def test_blind_pairs_show_only_differing_entries_in_a_recorded_order(tmp_path, c
     assert expected[entry["A"]] == shown["A"] and expected[entry["B"]] == shown["B"]
 
 
+def test_the_train_split_reads_categories_a_run_was_trained_without(tmp_path, capsys):
+    """A run trained with --holdout-categories never saw those categories' train entries: a
+    reading of its outputs for them draws from the train split, among those categories only."""
+    first, second, key = tmp_path / "one.txt", tmp_path / "two.txt", tmp_path / "key.json"
+    first.write_text("Airport one.\nAstronaut one.\n")  # the fixture's train entries: Airport, Astronaut
+    second.write_text("Airport two.\nAstronaut two.\n")
+    argv = ["--hypotheses", str(first), "--hypotheses", str(second), "--data-dir", str(fixture_2017_dir()),
+            "--split", "train", "--categories", "Astronaut", "--count", "5", "--blind", str(key)]
+    assert read_sample.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 of the 1 entries whose outputs differ (of 1; categories: Astronaut)" in out
+    assert "Astronaut one." in out and "Airport" not in out.split("[1]")[1]
+
+
 def test_blind_needs_two_hypotheses_files(tmp_path, capsys):
     with pytest.raises(SystemExit) as error:
         read_sample.main(["--hypotheses", str(tmp_path / "one.txt"), "--blind", str(tmp_path / "key.json")])
