@@ -151,10 +151,10 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     assert cli.main(base) == 0  # the run's own: greedy, no reranker
     assert cli.main(base + ["--decode-method", "beam", "--beam-width", "3", "--length-penalty", "1.5",
                             "--rerank-min-foreign", "none", "--no-rerank-stated-relations",
-                            "--constrain-placeholders", "--no-rerank-attachments"]) == 0
+                            "--constrain-placeholders", "--no-rerank-attachments", "--no-rerank-foreign-known-only"]) == 0
     # The run's reranking (`decode` tests --no-rerank), unstated relations counted as errors.
     assert cli.main(base + ["--decode-method", "beam", "--rerank-unstated-as-errors", "--rerank-subjects", "ties",
-                            "--rerank-attachments", "--rerank-foreign-known-only"]) == 0
+                            "--rerank-attachments"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
     assert [name for name, _ in calls] == ["make_generate_function", "decode_examples"] * 3
     (run, _), (beam, beam_decode), (_, run_decode) = zip(calls[::2], calls[1::2])

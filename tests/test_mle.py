@@ -129,7 +129,8 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     assert config.gold_mentions is False and MLEConfig().gold_mentions is True
     assert config.rerank_unstated_as_errors is False
     assert config.rerank_subjects == "off" and config.rerank_attachments is False and config.rerank_mbr is False
-    assert config.rerank_value_shapes is False and config.rerank_foreign_known_only is False
+    assert config.rerank_value_shapes is False
+    assert config.rerank_foreign_known_only is False and MLEConfig().rerank_foreign_known_only is True
     # The release that added the subject check saved it as a flag: True was "errors".
     assert MLEConfig(rerank_subjects=True).rerank_subjects == "errors" and MLEConfig(rerank_subjects=False).rerank_subjects == "off"
     with pytest.raises(ValueError, match="rerank_subjects"):

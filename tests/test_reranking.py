@@ -326,11 +326,11 @@ def test_foreign_known_only_in_the_reranker_spares_a_relation_mining_never_met(r
     entity_map = {"ENT_1": "Alan Bean", "ENT_2": "UT Austin"}
     born = "ENT_1 was born in ENT_2 .".split()
     on = dataclasses.replace(MLEConfig.quick(), rerank_min_foreign=2.0)
-    plain = SlotErrorReranker.from_config(reranker.aligner, on)
+    plain = SlotErrorReranker.from_config(reranker.aligner, dataclasses.replace(on, rerank_foreign_known_only=False))
     known_only = SlotErrorReranker.from_config(reranker.aligner, dataclasses.replace(on, rerank_foreign_known_only=True))
     assert (plain.aligner.foreign_known_only, known_only.aligner.foreign_known_only) == (False, True)
     unseen = (Triple("Alan_Bean", "almaMater", "UT_Austin"),)
     assert (plain.errors(unseen, born, entity_map), known_only.errors(unseen, born, entity_map)) == (1, 0)
     seen = (Triple("Alan_Bean", "occupation", "UT_Austin"),)
     assert (plain.errors(seen, born, entity_map), known_only.errors(seen, born, entity_map)) == (1, 1)
-    assert not MLEConfig().rerank_foreign_known_only
+    assert MLEConfig().rerank_foreign_known_only and MLEConfig.quick().rerank_foreign_known_only  # lever 53

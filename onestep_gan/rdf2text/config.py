@@ -251,7 +251,9 @@ class MLEConfig(_Serialisable):
     # That check only for triples whose predicate mining met (`SlotAligner(foreign_known_only=True)`): an
     # unseen predicate has no cues but its own words, so a mined predicate of like meaning outscores it
     # (with min_foreign 6 the aligner calls 22.7% of unseen test references' triples wrong; 5.5% known-only).
-    rerank_foreign_known_only: bool = False
+    # On (README, lever 53): judged on the held-out categories; read blind, no more false texts (60 against
+    # 60 on the held-out dev entries, 54 against 55 on their train entries), fewer values left out.
+    rerank_foreign_known_only: bool = True
     # Ties on slot errors go to the candidate that states, in its own words, each relation the
     # training references never showed (`SlotErrorReranker(stated_relations=True)`). Dev has no
     # such relation; chosen on a blind reading of test outputs it changes (README, lever 24).
