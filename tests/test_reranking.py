@@ -334,3 +334,22 @@ def test_foreign_known_only_in_the_reranker_spares_a_relation_mining_never_met(r
     seen = (Triple("Alan_Bean", "occupation", "UT_Austin"),)
     assert (plain.errors(seen, born, entity_map), known_only.errors(seen, born, entity_map)) == (1, 1)
     assert MLEConfig().rerank_foreign_known_only and MLEConfig.quick().rerank_foreign_known_only  # lever 53
+
+
+def test_inversions_in_the_reranker_prefer_the_relation_the_right_way_round(reranker):
+    """`MLEConfig.rerank_inversions`: "ENT_1 is the alma mater of ENT_2" for `ENT_1 almaMater ENT_2`
+    states the relation backwards (English "X is the P of Y" says P(Y) = X); the plain reranker
+    sees no error in it and keeps the beam's first candidate, the one with inversions prefers "the alma
+    mater of ENT_1 is ENT_2"."""
+    triples = (Triple("Alan_Bean", "almaMater", "UT_Austin"),)
+    entity_map = {"ENT_1": "Alan Bean", "ENT_2": "UT Austin"}
+    backwards = "ENT_1 is the alma mater of ENT_2 .".split()
+    right = "the alma mater of ENT_1 is ENT_2 .".split()
+    plain = SlotErrorReranker.from_config(reranker.aligner, MLEConfig.quick())
+    inverted = SlotErrorReranker.from_config(reranker.aligner, dataclasses.replace(MLEConfig.quick(), rerank_inversions=True))
+    assert (plain.aligner.inversions, inverted.aligner.inversions) == (False, True)
+    assert [plain.errors(triples, tokens, entity_map) for tokens in (backwards, right)] == [0, 0]
+    assert [inverted.errors(triples, tokens, entity_map) for tokens in (backwards, right)] == [1, 0]
+    assert (plain.choose(triples, [backwards, right], entity_map),
+            inverted.choose(triples, [backwards, right], entity_map)) == (0, 1)
+    assert not MLEConfig().rerank_inversions

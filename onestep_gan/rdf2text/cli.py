@@ -313,6 +313,11 @@ def _add_decoding_overrides(parser):
         "training references showed (an unseen relation has no cues but its own words); default: the run's",
     )
     parser.add_argument(
+        "--rerank-inversions", action=argparse.BooleanOptionalAction, default=None,
+        help='the reranker also counts relations stated the wrong way round ("Alan Bean is the birth place of '
+        'Wheeler, Texas" for Alan_Bean birthPlace Wheeler,_Texas); default: the run\'s',
+    )
+    parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
@@ -336,7 +341,8 @@ def _decoding_overrides(args):
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
             "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
-            "rerank_foreign_known_only", "constrain_placeholders", "rerank_discriminator_weight", "rerank_mbr",
+            "rerank_foreign_known_only", "rerank_inversions", "constrain_placeholders", "rerank_discriminator_weight",
+            "rerank_mbr",
         )
         if getattr(args, name) is not None
     }
