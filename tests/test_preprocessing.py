@@ -2,7 +2,7 @@ import pytest
 
 from onestep_gan.rdf2text.preprocessing import (
     SPECIAL_SOURCE_TOKENS, delexicalise, detokenize, entity_role_tokens, is_placeholder, is_predicate_placeholder,
-    linearise, normalise_entity, relexicalise, relexicalise_predicates, split_predicate, tokenize,
+    linearise, measure_clauses, normalise_entity, relexicalise, relexicalise_predicates, split_predicate, tokenize,
     write_out)
 from onestep_gan.rdf2text.webnlg import Triple
 
@@ -310,10 +310,61 @@ def test_a_noun_predicate_after_its_subject_and_before_a_copula_takes_a_possessi
     ]
     for tokens in unchanged:
         assert relexicalise_predicates(tokens, predicate_map).count("'s") == tokens.count("'s"), tokens
-    # The text a reader gets.
-    assert detokenize(relexicalise(["ENT_1", "PRED_1", "is", "ENT_2", "."],
-                                   {"ENT_1": "1000 Piazzia", "ENT_2": "0.0252 (kilometrePerSeconds)"},
-                                   predicate_map)) == "1000 Piazzia's escape velocity is 0.0252 kilometres per second."
+    # The text a reader gets (a value that is no number: a number takes `measure_clauses`' "has a").
+    assert detokenize(relexicalise(["ENT_1", "PRED_3", "is", "ENT_2", "."],
+                                   {"ENT_1": "Ariane 5", "ENT_2": "Guiana Space Centre"},
+                                   predicate_map)) == "Ariane 5's launch site is Guiana Space Centre."
+
+
+def test_a_measure_stated_with_a_copula_is_written_with_has_a_of():
+    # "(410777) 2009 FD's apoapsis is 259776702.47055 kilometres": train references naming such a
+    # predicate verbatim with a number write "has a P of N" 408 times, "N's P is" 27.
+    predicate_map = {"PRED_1": "apoapsis", "PRED_2": "escape velocity", "PRED_3": "OCLC number",
+                     "PRED_4": "number of members", "PRED_5": "discoverer", "PRED_6": "is part of",
+                     "PRED_7": "area code", "PRED_8": "launch year", "PRED_10": "rocket stages"}
+    entity_map = {"ENT_1": "(410777) 2009 FD", "ENT_2": "259776702.47055 (kilometres)", "ENT_3": "Spacewatch",
+                  "ENT_4": "1872", "ENT_5": "2013-11-04", "ENT_6": '"0.0925"', "ENT_7": "94.8024 kilograms"}
+    assert measure_clauses("ENT_1 PRED_1 is ENT_2 .".split(), entity_map, predicate_map) == (
+        "ENT_1 has a PRED_1 of ENT_2 .".split())
+    assert measure_clauses("Then ENT_1 PRED_2 Was ENT_6 and ENT_1 PRED_1 are ENT_7".split(), entity_map,
+                           predicate_map) == "Then ENT_1 Had a PRED_2 of ENT_6 and ENT_1 have a PRED_1 of ENT_7".split()
+    # The model's own possessive; "and it's", "and its", "Its"; a second measure after the first.
+    assert measure_clauses("The ENT_1 's PRED_1 is ENT_2 and the PRED_2 is ENT_6 .".split(), entity_map,
+                           predicate_map) == "The ENT_1 has a PRED_1 of ENT_2 and a PRED_2 of ENT_6 .".split()
+    assert measure_clauses("ENT_1 is ENT_3 's and it 's PRED_1 was ENT_2 .".split(), entity_map, predicate_map) == (
+        "ENT_1 is ENT_3 's and had a PRED_1 of ENT_2 .".split())
+    assert measure_clauses("ENT_1 and its PRED_1 is ENT_2 . It 's PRED_2 is ENT_6 . Its PRED_1 is ENT_7".split(),
+                           entity_map, predicate_map) == (
+        "ENT_1 and has a PRED_1 of ENT_2 . It has a PRED_2 of ENT_6 . It has a PRED_1 of ENT_7".split())
+    unchanged = [
+        "ENT_1 is ENT_3 and the PRED_1 is ENT_2 .",  # "the" after no measure clause: whose?
+        "ENT_1 has a PRED_5 of ENT_3 and the PRED_1 is ENT_2 .",  # ... after a clause that is no measure
+        "ENT_1 has a PRED_1 of ENT_2 . The PRED_2 is ENT_6 .",  # a new sentence
+        "ENT_1 , it 's PRED_1 is ENT_2 .",  # "it" after no "and"
+        "ENT_1 , its PRED_1 is ENT_2 .",
+        "ENT_1 's PRED_5 is ENT_3 .",
+        "ENT_1 PRED_5 is ENT_3 .",  # a name, not a number
+        "ENT_1 PRED_1 is ENT_4 .",  # a year
+        "ENT_1 PRED_1 is ENT_5 .",  # a date
+        "ENT_1 PRED_3 is ENT_2 .",  # codes and counts
+        "ENT_1 PRED_4 is ENT_2 .",
+        "ENT_1 PRED_7 is ENT_2 .",
+        "ENT_1 PRED_8 is ENT_2 .",
+        "ENT_1 PRED_10 is ENT_2 .",  # a plural: no "a rocket stages"
+        "ENT_1 PRED_6 is ENT_2 .",  # a verb phrase
+        "ENT_1 PRED_9 is ENT_2 .",  # a predicate the input lacks
+        "The PRED_1 of ENT_1 is ENT_2 .",  # already a frame references use
+        "ENT_1 PRED_1 , is ENT_2 .",
+        "ENT_1 PRED_1 is about ENT_2 .",
+        "ENT_1 PRED_1 is",  # cut short
+    ]
+    for text in unchanged:
+        assert measure_clauses(text.split(), entity_map, predicate_map) == text.split(), text
+    # The text a reader gets: the article fitted to the predicate, the unit written out.
+    assert detokenize(relexicalise("ENT_1 PRED_1 is ENT_2 .".split(), entity_map, predicate_map)) == (
+        "(410777) 2009 FD has an apoapsis of 259776702.47055 kilometres.")
+    assert detokenize(relexicalise("ENT_1 PRED_5 is ENT_3 .".split(), entity_map, predicate_map)) == (
+        "(410777) 2009 FD's discoverer is Spacewatch.")
 
 
 def test_relexicalise_fits_the_article_before_a_predicate_too():

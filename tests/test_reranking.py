@@ -92,6 +92,24 @@ def test_decode_examples_relexicalises_the_chosen_candidate(reranker):
     assert texts == ["Alan Bean was born in Wheeler, Texas and served as a Test pilot."]
 
 
+
+def test_decode_examples_writes_the_chosen_candidate_as_the_unreranked_path_does(reranker):
+    """The reranker reads the candidates with their predicates put back; the text written is the
+    chosen candidate through the whole relexicalisation, `measure_clauses` included ("has an apoapsis
+    of", not "'s apoapsis is")."""
+    tokens = "ENT_1 PRED_1 is ENT_2 .".split()
+    vocabulary = Vocabulary(sorted(set(tokens)))
+    preprocessor = TextPreprocessor(vocabulary, 16, 16, predicate_placeholders=True)
+    triples = (Triple("(410777)_2009_FD", "apoapsis", "259776702.47055 (kilometres)"),)
+    example = EncodedExample("e0", (4, 5), None, {"ENT_1": "(410777) 2009 FD", "ENT_2": "259776702.47055 (kilometres)"},
+                             triples, {"PRED_1": "apoapsis"})
+    ids = vocabulary.encode(tokens, add_eos=True)
+    candidates = np.array([[ids, ids]])
+    texts = decode_examples(lambda source_ids: (candidates, np.zeros((1, 2))), [example], preprocessor, 1,
+                            progress=False, reranker=reranker)
+    assert texts == ["(410777) 2009 FD has an apoapsis of 259776702.47055 kilometres."]
+    assert texts == [preprocessor.decode(ids, example.entity_map, example.predicate_map)]
+
 def test_a_preference_breaks_ties_on_errors_and_never_outweighs_an_error(reranker):
     """`MLEConfig.rerank_discriminator_weight`: ties go to the preferred candidate, not the first."""
     studied = "ENT_1 , born in ENT_2 , served as a ENT_3 .".split()

@@ -103,6 +103,7 @@ import pathlib
 import re
 
 from onestep_gan.rdf2text import mentions, preprocessing
+from onestep_gan.rdf2text.preprocessing import value_shape
 
 LABELS = ("correct", "missing", "wrong")
 SUBJECT_MARK, ENTITY_MARK, BOUNDARY_MARK = "<S>", "<E>", "<B>"
@@ -801,23 +802,6 @@ _SYMMETRIC = frozenset({
 })
 
 
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_YEAR = re.compile(r"[12]\d{3}")
-_NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(\s*\(.*\)|\s+\S+)?")
-
-
-def value_shape(value):
-    """The shape of a triple's object as WebNLG writes it: "date" (`"1986-10-12"`), "year" (`1872`),
-    "number" (`94.8024 (kilograms)`, `"310"^^xsd:positiveInteger`, `4000.0`) or "other" (names,
-    words, codes)."""
-    text = str(value).split("^^")[0].strip().strip('"').replace("_", " ").strip()
-    if _ISO_DATE.fullmatch(text):
-        return "date"
-    if _YEAR.fullmatch(text):
-        return "year"
-    if _NUMBER.fullmatch(text):
-        return "number"
-    return "other"
 
 
 @functools.lru_cache(maxsize=65536)

@@ -250,15 +250,15 @@ def decode_examples(
             for row, index in enumerate(indices):
                 example = examples[index]
                 # The reranker reads entity placeholders and words: predicates are put back first.
+                decoded = [preprocessor.vocabulary.decode(ids) for ids in candidate_ids[row]]
                 candidates = [
-                    preprocessing.relexicalise_predicates(preprocessor.vocabulary.decode(ids), example.predicate_map)
-                    for ids in candidate_ids[row]
+                    preprocessing.relexicalise_predicates(tokens, example.predicate_map) for tokens in decoded
                 ]
                 best = reranker.choose(
                     example.triples, candidates, example.entity_map,
                     preference=None if preferences is None else preferences[row],
                 )
-                texts[index] = preprocessor.relexicalise(candidates[best], example.entity_map)
+                texts[index] = preprocessor.relexicalise(decoded[best], example.entity_map, example.predicate_map)
         if progress_bar is not None:
             progress_bar.add(len(indices))
     return texts

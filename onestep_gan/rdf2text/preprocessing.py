@@ -316,7 +316,7 @@ def relexicalise(tokens, entity_map, predicate_map=None):
     whose tokens would detokenise with other spacing is written as given (`_value_tokens`)."""
     output = []
     entity_end = None  # the last word of the entity just written
-    tokens = relexicalise_predicates(tokens, predicate_map)
+    tokens = relexicalise_predicates(measure_clauses(tokens, entity_map, predicate_map), predicate_map)
     for token in tokens:
         if not is_placeholder(token):
             # A sentence that ends with "Chelsea F.C." ends with the value's own period: train
@@ -334,6 +334,85 @@ def relexicalise(tokens, entity_map, predicate_map=None):
             output.extend(words)
             entity_end = words[-1] if words else None
     return _without_unopened_parentheses(output)
+
+
+_HAVE = {"is": "has", "are": "have", "was": "had", "were": "had"}
+
+
+def measure_clauses(tokens, entity_map, predicate_map=None):
+    """Writes a measure stated with a copula as WebNLG references write it: for a predicate that
+    names a measure as a noun (`_names_measure`) and a value that is a number (`value_shape`),
+
+    - "ENT_1 PRED_2 is ENT_3" and "ENT_1 's PRED_2 is ENT_3" -> "ENT_1 has a PRED_2 of ENT_3";
+    - "and it 's PRED_2 is ENT_3", "and its ..." -> "and has a PRED_2 of ENT_3" ("It 's", "Its" -> "It has");
+    - "and the PRED_2 is ENT_3" right after such a "has a PRED of ENT" clause -> "and a PRED_2 of ENT_3";
+
+    "was" -> "had", "are" -> "have". WebNLG 2017 train references naming a number-valued measure
+    verbatim write "ENT has a P of N" 98 times and "ENT's P is N" 14, "and has a P of N" 117 and
+    "and its P is N" 17, "and a P of N" 44 and "and the P is N" 17 ("(410777) 2009 FD has an
+    apoapsis of 259776702.47055 kilometres and a periapsis of ..."). Years, dates and codes ("OCLC
+    number", "area code", "number of members") keep the model's words; the article is fitted to
+    the predicate's first sound later (`relexicalise_predicates`)."""
+    predicate_map = predicate_map or {}
+    output, index = [], 0
+    while index < len(tokens):
+        token = tokens[index]
+        lead, subject, rest = (), None, index
+        if is_placeholder(token):
+            subject, rest = token, index + 1 + (tokens[index + 1: index + 2] == ["'s"])
+        elif token in ("It", "it") and tokens[index + 1: index + 2] == ["'s"] and (token == "It" or _after_and(output)):
+            subject, rest = (token if token == "It" else None), index + 2
+        elif token in ("Its", "its") and (token == "Its" or _after_and(output)):
+            subject, rest = ("It" if token == "Its" else None), index + 1
+        elif token == "the" and _after_and(output) and _ends_measure_clause(output, entity_map, predicate_map):
+            lead, rest = ("a",), index + 1
+        clause = tokens[rest: rest + 3]
+        if (
+            (subject is not None or rest > index) and len(clause) == 3 and clause[1].lower() in _HAVE
+            and is_placeholder(clause[2]) and value_shape(entity_map.get(clause[2], "")) == "number"
+            and _names_measure(predicate_map.get(clause[0]))
+        ):
+            if lead:
+                output.extend((*lead, clause[0], "of", clause[2]))
+            else:
+                have = _HAVE[clause[1].lower()]
+                if subject is not None:
+                    output.append(subject)
+                    have = have.capitalize() if clause[1][:1].isupper() else have
+                output.extend((have, "a", clause[0], "of", clause[2]))
+            index = rest + 3
+        else:
+            output.append(token)
+            index += 1
+    return output
+
+
+def _after_and(output):
+    return bool(output) and output[-1].lower() == "and"
+
+
+def _ends_measure_clause(output, entity_map, predicate_map):
+    """Whether `output` ends "... has a PRED of ENT and" with a measure and a number."""
+    clause = output[-6:-1]
+    return (
+        len(clause) == 5 and clause[0].lower() in ("has", "have", "had") and clause[1].lower() in ("a", "an")
+        and clause[3] == "of" and _names_measure(predicate_map.get(clause[2]))
+        and value_shape(entity_map.get(clause[4], "")) == "number"
+    )
+
+
+def _names_measure(words):
+    """Whether a predicate's `words` name one measure as a noun ("apoapsis", "runway length"), not a
+    code or a count ("OCLC number", "area code", "number of members") nor a plural ("rocket stages":
+    no "a" before it)."""
+    if not words:
+        return False
+    lowered = words.lower().split()
+    plural = lowered[-1].endswith("s") and not lowered[-1].endswith(("ss", "us", "is"))  # "a rocket stages"
+    return (
+        predicate_shape(lowered) == "noun" and lowered[0] != "number" and not plural
+        and lowered[-1] not in ("number", "code", "id", "year", "date")
+    )
 
 
 def _value_tokens(text):
@@ -493,6 +572,25 @@ def write_out(surface, previous_word=None):
     ):
         return surface[: -len(" language")]
     return surface
+
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_YEAR = re.compile(r"[12]\d{3}")
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(\s*\(.*\)|\s+\S+)?")
+
+
+def value_shape(value):
+    """The shape of a triple's object as WebNLG writes it: "date" (`"1986-10-12"`), "year" (`1872`),
+    "number" (`94.8024 (kilograms)`, `"310"^^xsd:positiveInteger`, `4000.0`) or "other" (names,
+    words, codes)."""
+    text = str(value).split("^^")[0].strip().strip('"').replace("_", " ").strip()
+    if _ISO_DATE.fullmatch(text):
+        return "date"
+    if _YEAR.fullmatch(text):
+        return "year"
+    if _NUMBER.fullmatch(text):
+        return "number"
+    return "other"
 
 
 def _unit_words(unit):
