@@ -333,10 +333,19 @@ def test_a_measure_stated_with_a_copula_is_written_with_has_a_of():
                            predicate_map) == "The ENT_1 has a PRED_1 of ENT_2 and a PRED_2 of ENT_6 .".split()
     assert measure_clauses("ENT_1 is ENT_3 's and it 's PRED_1 was ENT_2 .".split(), entity_map, predicate_map) == (
         "ENT_1 is ENT_3 's and had a PRED_1 of ENT_2 .".split())
+    assert measure_clauses("ENT_3 is here . The ENT_1 , a rock , is ENT_3 's and its PRED_1 is ENT_2 .".split(),
+                           entity_map, predicate_map) == (
+        "ENT_3 is here . The ENT_1 , a rock , is ENT_3 's and has a PRED_1 of ENT_2 .".split())
     assert measure_clauses("ENT_1 and its PRED_1 is ENT_2 . It 's PRED_2 is ENT_6 . Its PRED_1 is ENT_7".split(),
                            entity_map, predicate_map) == (
         "ENT_1 and has a PRED_1 of ENT_2 . It has a PRED_2 of ENT_6 . It has a PRED_1 of ENT_7".split())
     unchanged = [
+        # "and" in a sentence whose subject is no entity: "has" would give the measure to the discoverer.
+        "The PRED_5 of ENT_1 is ENT_3 and it 's PRED_1 is ENT_2 .",
+        "ENT_1 's PRED_5 is ENT_3 and its PRED_1 is ENT_2 .",
+        "ENT_1 PRED_5 is ENT_3 and its PRED_1 is ENT_2 .",
+        "ENT_1 is ENT_3 . The PRED_5 of ENT_1 is ENT_3 and its PRED_1 is ENT_2 .",
+        "The PRED_5 of ENT_1 has a PRED_1 of ENT_2 and the PRED_2 is ENT_6 .",
         "ENT_1 is ENT_3 and the PRED_1 is ENT_2 .",  # "the" after no measure clause: whose?
         "ENT_1 has a PRED_5 of ENT_3 and the PRED_1 is ENT_2 .",  # ... after a clause that is no measure
         "ENT_1 has a PRED_1 of ENT_2 . The PRED_2 is ENT_6 .",  # a new sentence

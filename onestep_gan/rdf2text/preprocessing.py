@@ -347,6 +347,9 @@ def measure_clauses(tokens, entity_map, predicate_map=None):
     - "and it 's PRED_2 is ENT_3", "and its ..." -> "and has a PRED_2 of ENT_3" ("It 's", "Its" -> "It has");
     - "and the PRED_2 is ENT_3" right after such a "has a PRED of ENT" clause -> "and a PRED_2 of ENT_3";
 
+    after "and" only in a sentence whose subject is an entity (`_and_after_entity`: "The builder of ENT_1
+    is ENT_2 and its PRED_3 is ENT_4" keeps its words);
+
     "was" -> "had", "are" -> "have". WebNLG 2017 train references naming a number-valued measure
     verbatim write "ENT has a P of N" 98 times and "ENT's P is N" 14, "and has a P of N" 117 and
     "and its P is N" 17, "and a P of N" 44 and "and the P is N" 17 ("(410777) 2009 FD has an
@@ -360,11 +363,12 @@ def measure_clauses(tokens, entity_map, predicate_map=None):
         lead, subject, rest = (), None, index
         if is_placeholder(token):
             subject, rest = token, index + 1 + (tokens[index + 1: index + 2] == ["'s"])
-        elif token in ("It", "it") and tokens[index + 1: index + 2] == ["'s"] and (token == "It" or _after_and(output)):
+        elif token in ("It", "it") and tokens[index + 1: index + 2] == ["'s"] and (token == "It" or _and_after_entity(output)):
             subject, rest = (token if token == "It" else None), index + 2
-        elif token in ("Its", "its") and (token == "Its" or _after_and(output)):
+        elif token in ("Its", "its") and (token == "Its" or _and_after_entity(output)):
             subject, rest = ("It" if token == "Its" else None), index + 1
-        elif token == "the" and _after_and(output) and _ends_measure_clause(output, entity_map, predicate_map):
+        elif (token == "the" and _and_after_entity(output)
+              and _ends_measure_clause(output, entity_map, predicate_map)):
             lead, rest = ("a",), index + 1
         clause = tokens[rest: rest + 3]
         if (
@@ -387,8 +391,20 @@ def measure_clauses(tokens, entity_map, predicate_map=None):
     return output
 
 
-def _after_and(output):
-    return bool(output) and output[-1].lower() == "and"
+def _and_after_entity(output):
+    """Whether `output` ends with "and" in a sentence whose subject is an entity: "ENT_1 is located in
+    ENT_2 and", "The ENT_1 , ... and"; not "The builder of ENT_1 is ENT_2 and" nor "ENT_1 's PRED_2 is
+    ENT_3 and", where "has" after the "and" would give the builder or the relation a measure."""
+    if not output or output[-1].lower() != "and":
+        return False
+    start = max((index + 1 for index, token in enumerate(output) if token in _SENTENCE_ENDS), default=0)
+    sentence = output[start:]
+    if sentence and sentence[0].lower() == "the":
+        sentence = sentence[1:]
+    return (
+        len(sentence) > 1 and is_placeholder(sentence[0]) and sentence[1] != "'s"
+        and not is_predicate_placeholder(sentence[1])
+    )
 
 
 def _ends_measure_clause(output, entity_map, predicate_map):
