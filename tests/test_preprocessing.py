@@ -321,13 +321,17 @@ def test_a_measure_stated_with_a_copula_is_written_with_has_a_of():
     # predicate verbatim with a number write "has a P of N" 408 times, "N's P is" 27.
     predicate_map = {"PRED_1": "apoapsis", "PRED_2": "escape velocity", "PRED_3": "OCLC number",
                      "PRED_4": "number of members", "PRED_5": "discoverer", "PRED_6": "is part of",
-                     "PRED_7": "area code", "PRED_8": "launch year", "PRED_10": "rocket stages"}
+                     "PRED_7": "area code", "PRED_8": "launch year", "PRED_10": "rocket stages",
+                     "PRED_11": "elevation above the sea level in metres"}
     entity_map = {"ENT_1": "(410777) 2009 FD", "ENT_2": "259776702.47055 (kilometres)", "ENT_3": "Spacewatch",
                   "ENT_4": "1872", "ENT_5": "2013-11-04", "ENT_6": '"0.0925"', "ENT_7": "94.8024 kilograms"}
     assert measure_clauses("ENT_1 PRED_1 is ENT_2 .".split(), entity_map, predicate_map) == (
         "ENT_1 has a PRED_1 of ENT_2 .".split())
     assert measure_clauses("Then ENT_1 PRED_2 Was ENT_6 and ENT_1 PRED_1 are ENT_7".split(), entity_map,
                            predicate_map) == "Then ENT_1 Had a PRED_2 of ENT_6 and ENT_1 have a PRED_1 of ENT_7".split()
+    # A unit after the head noun is no plural.
+    assert measure_clauses("ENT_1 PRED_11 is ENT_2 .".split(), entity_map, predicate_map) == (
+        "ENT_1 has a PRED_11 of ENT_2 .".split())
     # The model's own possessive; "and it's", "and its", "Its"; a second measure after the first.
     assert measure_clauses("The ENT_1 's PRED_1 is ENT_2 and the PRED_2 is ENT_6 .".split(), entity_map,
                            predicate_map) == "The ENT_1 has a PRED_1 of ENT_2 and a PRED_2 of ENT_6 .".split()

@@ -424,7 +424,9 @@ def _names_measure(words):
     if not words:
         return False
     lowered = words.lower().split()
-    plural = lowered[-1].endswith("s") and not lowered[-1].endswith(("ss", "us", "is"))  # "a rocket stages"
+    # The head noun: the words before a preposition ("elevation above the sea level in metres").
+    head = next((lowered[:index] for index in range(1, len(lowered)) if lowered[index] in PREPOSITIONS), lowered)
+    plural = head[-1].endswith("s") and not head[-1].endswith(("ss", "us", "is"))  # "a rocket stages"
     return (
         predicate_shape(lowered) == "noun" and lowered[0] != "number" and not plural
         and lowered[-1] not in ("number", "code", "id", "year", "date")
