@@ -237,11 +237,11 @@ def test_evaluate_inversions_counts_a_relation_stated_the_wrong_way_round(tmp_pa
     assert rates == [0.0, 1.0]  # the seen entry: Aarhus_Airport | cityServed | "Aarhus, Denmark"
 
 
-@pytest.mark.parametrize("flag", ["--subjects", "--attachments", "--value-shapes", "--foreign-known-only"])
+@pytest.mark.parametrize("flag", ["--subjects", "--attachments", "--value-shapes", "--foreign-known-only", "--of-phrases"])
 def test_evaluate_stricter_check_flags_judge_with_that_check(tmp_path, monkeypatch, flag):
-    """`--subjects` / `--attachments` / `--value-shapes` / `--foreign-known-only` score with
-    `SlotAligner(subjects=True)` / `(attachments=True)` / `(value_shapes=True)` / `(foreign_known_only=True)`
-    (what each does: test_faithfulness)."""
+    """`--subjects` / `--attachments` / `--value-shapes` / `--foreign-known-only` / `--of-phrases` score with
+    `SlotAligner(subjects=True)` / `(attachments=True)` / `(value_shapes=True)` / `(foreign_known_only=True)` /
+    `(of_phrases=True)` (what each does: test_faithfulness)."""
     hypotheses = tmp_path / "test_hypotheses.txt"
     hypotheses.write_text("Aarhus Airport serves Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
     used = []

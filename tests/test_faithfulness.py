@@ -352,6 +352,19 @@ def test_inversions_read_the_p_of_subject_is_object_the_right_way_round(aligner)
     assert [strict.judge(triples, text).labels for triples, text in cases] == [("wrong",)] * 5
     assert all(strict.judge(triples, text).triples[0].swapped for triples, text in cases)
     assert [reading.judge(triples, text).labels for triples, text in cases] == [("correct",)] * 5
+    # `of_phrases` reads the right-way form so without looking for inversions.
+    plain = strict.with_settings(of_phrases=True)
+    assert [plain.judge(triples, text).labels for triples, text in cases] == [("correct",)] * 5
+    assert plain.judge(born, "Alan Bean is the birth place of Wheeler, Texas.").labels == ("correct",)  # no inversions
+    # Any other text reads as without it: the phrase must be the triple's own words and subject.
+    for text in ("The birth place of Wheeler, Texas is Alan Bean.", "The death place of Alan Bean is Wheeler, Texas.",
+                 "The birth place by Alan Bean is Wheeler, Texas.", "Alan Bean was born in Wheeler, Texas."):
+        assert plain.judge(born, text).labels == strict.judge(born, text).labels, text
+    assert plain.judge(born, "The death place of Alan Bean is Wheeler, Texas.").labels == ("wrong",)
+    assert SlotAligner.from_config(plain.get_config()).of_phrases
+    old_config = dict(plain.get_config())
+    del old_config["of_phrases"]  # an aligner.json saved before the option
+    assert not SlotAligner.from_config(old_config).of_phrases
     # the predicate's words must be the triple's own, and the subject the triple's subject
     assert reading.judge(born, "The death place of Alan Bean is Wheeler, Texas.").labels == ("wrong",)
     assert reading.judge(born, "The birth place of Wheeler, Texas is Alan Bean.").labels == ("wrong",)

@@ -266,6 +266,7 @@ def _evaluate(args):
         runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", aligner_holdout),
         min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
         attachments=args.attachments, value_shapes=args.value_shapes, foreign_known_only=args.foreign_known_only,
+        of_phrases=args.of_phrases,
     )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
@@ -429,6 +430,11 @@ def build_parser():
         "--foreign-known-only", action="store_true",
         help="with --min-foreign: look for relations outside the input only for relations the training references "
         "showed",
+    )
+    evaluate.add_argument(
+        "--of-phrases", action="store_true",
+        help='the swap test reads "the P of X is Y" in the predicate\'s own words as the right way round (as '
+        "--inversions does, without looking for inversions)",
     )
     evaluate.add_argument(
         "--whole-train-aligner", action="store_true",

@@ -65,6 +65,9 @@ How the aligner works (`SlotAligner`):
    the triple is "wrong" with `swapped` set. No cue is needed, so it holds for unseen predicates too.
    The right-way form "the P of ENT_1 is ENT_2" is read as such: the swap test of 3 (the subject
    next to the predicate's cues, the object after the copula with none) does not fire on it.
+   With `of_phrases` alone, only that: the swap test reads the right-way form as right, and no
+   inversion is looked for. On the WebNLG references it calls fewer triples wrong (dev 1.40% ->
+   1.32%, test 2.40% -> 2.34%) and catches every gold swap it caught before.
 
 6. Relations stated of the wrong subject (`subjects`, off unless set): "The capital of Alfa Romeo 164
    is Rome" for `Italy capital Rome ; Alfa_Romeo_164 assembly Italy` states the capital of the car.
@@ -369,6 +372,9 @@ class SlotAligner:
             triple whose predicate mining met (`knows_predicate`; module docstring, 4).
         inversions: also call "wrong" a relation stated the wrong way round in its own words
             ("ENT_1 is the birth place of ENT_2" for `ENT_1 birthPlace ENT_2`; module docstring, 5).
+        of_phrases: the swap test reads "the P of ENT_1 is ENT_2" (P the predicate's own words) as
+            the right way round, as `inversions` does, without looking for inversions (module
+            docstring, 5). Off in an aligner saved before it.
         subjects: also call "wrong" a relation stated, in its own words, of an input entity that
             is not its subject ("the capital of ENT_3" for `ENT_1 capital ENT_2`; module docstring, 6).
         attachments: also call "wrong" a value attached to another input relation's own words
@@ -386,7 +392,7 @@ class SlotAligner:
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
                  max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2,
                  min_foreign=None, inversions=False, subjects=False, attachments=False, shapes=None,
-                 value_shapes=False, min_shape_share=0.02, foreign_known_only=False):
+                 value_shapes=False, min_shape_share=0.02, foreign_known_only=False, of_phrases=False):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
@@ -405,6 +411,7 @@ class SlotAligner:
         self.value_shapes = bool(value_shapes)
         self.min_shape_share = float(min_shape_share)
         self.foreign_known_only = bool(foreign_known_only)
+        self.of_phrases = bool(of_phrases)
         if self.value_shapes and not self.shapes:
             raise ValueError(
                 "`value_shapes` needs the shapes of each predicate's train objects, which this aligner lacks "
@@ -667,12 +674,12 @@ class SlotAligner:
         ):
             return TripleJudgement(triple, "wrong", own, own, predicate, swapped=True)
         if own <= 0 and subject != object_ and positions.get(subject) and not (
-            self.inversions and all(_of_phrase_mention(tokens, position, subject, predicate)
-                                    for position in positions[object_])
+            (self.inversions or self.of_phrases)
+            and all(_of_phrase_mention(tokens, position, subject, predicate) for position in positions[object_])
         ):
             # Subject/object swap: the subject sits where the object's cues are. (Not in "the P of
-            # SUBJECT is OBJECT", read with `inversions`: the subject sits after the predicate's
-            # words there, and the object after the copula, where no cue reaches it.)
+            # SUBJECT is OBJECT", read with `inversions` or `of_phrases`: the subject sits after the
+            # predicate's words there, and the object after the copula, where no cue reaches it.)
             subject_score = max(
                 _score(own_weights, context_features(tokens, position, object_, self.window, self.near))
                 for position in positions[subject]
@@ -775,6 +782,7 @@ class SlotAligner:
             "value_shapes": self.value_shapes,
             "min_shape_share": self.min_shape_share,
             "foreign_known_only": self.foreign_known_only,
+            "of_phrases": self.of_phrases,
         }
 
     @classmethod
