@@ -154,7 +154,7 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
                             "--constrain-placeholders", "--no-rerank-attachments", "--no-rerank-foreign-known-only"]) == 0
     # The run's reranking (`decode` tests --no-rerank), unstated relations counted as errors.
     assert cli.main(base + ["--decode-method", "beam", "--rerank-unstated-as-errors", "--rerank-subjects", "ties",
-                            "--rerank-attachments", "--rerank-inversions"]) == 0
+                            "--rerank-attachments", "--rerank-inversions", "--rerank-of-phrases"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
     assert [name for name, _ in calls] == ["make_generate_function", "decode_examples"] * 3
     (run, _), (beam, beam_decode), (_, run_decode) = zip(calls[::2], calls[1::2])
@@ -170,6 +170,7 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     assert run_reranker.attachments and not beam_reranker.attachments
     assert run_reranker.aligner.foreign_known_only and not beam_reranker.aligner.foreign_known_only
     assert run_reranker.aligner.inversions and not beam_reranker.aligner.inversions
+    assert run_reranker.aligner.of_phrases and not beam_reranker.aligner.of_phrases
     # Counting unstated relations without looking for them: one line, status 2.
     assert cli.main(base + ["--no-rerank-stated-relations", "--rerank-unstated-as-errors"]) == 2
     assert "needs rerank_stated_relations=True" in capsys.readouterr().err

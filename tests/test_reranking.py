@@ -371,3 +371,18 @@ def test_inversions_in_the_reranker_prefer_the_relation_the_right_way_round(rera
     assert (plain.choose(triples, [backwards, right], entity_map),
             inverted.choose(triples, [backwards, right], entity_map)) == (0, 1)
     assert not MLEConfig().rerank_inversions
+
+
+def test_of_phrases_in_the_reranker_stop_calling_the_right_way_form_a_swap(reranker):
+    """`MLEConfig.rerank_of_phrases`: with the swap test strict enough to fire on the tiny corpus, the
+    plain reranker calls the right-way "the birth place of ENT_1 is ENT_2" a swap and prefers a text
+    that leaves the relation out; with `of_phrases` the right-way text has no error and wins."""
+    triples = (Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),)
+    entity_map = {"ENT_1": "Alan Bean", "ENT_2": "Wheeler, Texas"}
+    right = "The birth place of ENT_1 is ENT_2 .".split()
+    strict = reranker.aligner.with_settings(swap_score=2.0)  # the tiny corpus's cue weights are small
+    plain = SlotErrorReranker.from_config(strict, MLEConfig.quick())
+    reading = SlotErrorReranker.from_config(strict, dataclasses.replace(MLEConfig.quick(), rerank_of_phrases=True))
+    assert (plain.aligner.of_phrases, reading.aligner.of_phrases) == (False, True)
+    assert (plain.errors(triples, right, entity_map), reading.errors(triples, right, entity_map)) == (1, 0)
+    assert not MLEConfig().rerank_of_phrases

@@ -319,6 +319,11 @@ def _add_decoding_overrides(parser):
         'Wheeler, Texas" for Alan_Bean birthPlace Wheeler,_Texas); default: the run\'s',
     )
     parser.add_argument(
+        "--rerank-of-phrases", action=argparse.BooleanOptionalAction, default=None,
+        help='the reranker reads "the P of X is Y" in the relation\'s own words the right way round, not as a swap; '
+        "default: the run's",
+    )
+    parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
@@ -342,8 +347,8 @@ def _decoding_overrides(args):
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
             "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
-            "rerank_foreign_known_only", "rerank_inversions", "constrain_placeholders", "rerank_discriminator_weight",
-            "rerank_mbr",
+            "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases", "constrain_placeholders",
+            "rerank_discriminator_weight", "rerank_mbr",
         )
         if getattr(args, name) is not None
     }

@@ -115,7 +115,7 @@ class MLEConfig(_Serialisable):
         "jit_compile": "auto", "entity_words": 0, "rerank_subjects": "off", "permute_placeholders": False,
         "rerank_attachments": False, "rerank_mbr": False, "rerank_value_shapes": False,
         "canonical_triple_order": False, "sentence_examples": False, "rerank_foreign_known_only": False,
-        "rerank_inversions": False,
+        "rerank_inversions": False, "rerank_of_phrases": False,
     }
 
     seed: int = 1234
@@ -258,6 +258,10 @@ class MLEConfig(_Serialisable):
     # Relations stated the wrong way round in their own words ("ENT_1 is the birth place of ENT_2" for
     # `ENT_1 birthPlace ENT_2`; `SlotAligner(inversions=True)`) counted as slot errors by the reranker.
     rerank_inversions: bool = False
+    # The reranker's aligner reads a right-way "the P of S is O" (the predicate's own words) as right
+    # (`SlotAligner(of_phrases=True)`); without it the swap test calls that form a swap, most often for
+    # relations without mined cues (docs/faithfulness.md).
+    rerank_of_phrases: bool = False
     # Ties on slot errors go to the candidate that states, in its own words, each relation the
     # training references never showed (`SlotErrorReranker(stated_relations=True)`). Dev has no
     # such relation; chosen on a blind reading of test outputs it changes (README, lever 24).

@@ -70,6 +70,8 @@ class SlotErrorReranker:
             whose predicate mining met (`SlotAligner(foreign_known_only=True)`).
         inversions: count relations stated the wrong way round in their own words as slot errors
             (`SlotAligner(inversions=True)`: "ENT_1 is the birth place of ENT_2" for `ENT_1 birthPlace ENT_2`).
+        of_phrases: read a right-way "the P of ENT_1 is ENT_2" as right, not as a swap
+            (`SlotAligner(of_phrases=True)`).
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
@@ -77,7 +79,8 @@ class SlotErrorReranker:
     """
 
     def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects="off",
-                 attachments=False, value_shapes=False, foreign_known_only=False, inversions=False):
+                 attachments=False, value_shapes=False, foreign_known_only=False, inversions=False,
+                 of_phrases=False):
         if unstated_as_errors and not stated_relations:
             raise ValueError(
                 "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
@@ -89,7 +92,8 @@ class SlotErrorReranker:
         settings = {"min_foreign": min_foreign} if min_foreign is not None else {}
         settings.update((name, True) for name, on in (
             ("subjects", subjects != "off"), ("attachments", attachments), ("value_shapes", value_shapes),
-            ("foreign_known_only", foreign_known_only), ("inversions", inversions)) if on)
+            ("foreign_known_only", foreign_known_only), ("inversions", inversions), ("of_phrases", of_phrases))
+            if on)
         if settings:  # one copy of the aligner, whatever the number of settings
             aligner = aligner.with_settings(**settings)
         self.aligner = aligner
@@ -102,11 +106,12 @@ class SlotErrorReranker:
     def from_config(cls, aligner, config):
         """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`,
         `rerank_unstated_as_errors`, `rerank_subjects`, `rerank_attachments`, `rerank_value_shapes`,
-        `rerank_foreign_known_only`, `rerank_inversions`)."""
+        `rerank_foreign_known_only`, `rerank_inversions`, `rerank_of_phrases`)."""
         return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations,
                    unstated_as_errors=config.rerank_unstated_as_errors, subjects=config.rerank_subjects,
                    attachments=config.rerank_attachments, value_shapes=config.rerank_value_shapes,
-                   foreign_known_only=config.rerank_foreign_known_only, inversions=config.rerank_inversions)
+                   foreign_known_only=config.rerank_foreign_known_only, inversions=config.rerank_inversions,
+                   of_phrases=config.rerank_of_phrases)
 
     def errors(self, triples, tokens, entity_map):
         """The error count of one candidate (delexicalised `tokens`, the input's `entity_map`)."""
