@@ -106,7 +106,7 @@ import pathlib
 import re
 
 from onestep_gan.rdf2text import mentions, preprocessing
-from onestep_gan.rdf2text.preprocessing import value_shape
+from onestep_gan.rdf2text.preprocessing import value_shape  # judged here, defined with the values' forms
 
 LABELS = ("correct", "missing", "wrong")
 SUBJECT_MARK, ENTITY_MARK, BOUNDARY_MARK = "<S>", "<E>", "<B>"
@@ -808,8 +808,6 @@ _SYMMETRIC = frozenset({
     "spouse", "partner", "sister station", "neighboring municipality", "neighbouring municipality",
     "comparable", "related mean of transportation", "associated band associated musical artist",
 })
-
-
 
 
 @functools.lru_cache(maxsize=65536)

@@ -354,8 +354,8 @@ def measure_clauses(tokens, entity_map, predicate_map=None):
     verbatim write "ENT has a P of N" 98 times and "ENT's P is N" 14, "and has a P of N" 117 and
     "and its P is N" 17, "and a P of N" 44 and "and the P is N" 17 ("(410777) 2009 FD has an
     apoapsis of 259776702.47055 kilometres and a periapsis of ..."). Years, dates and codes ("OCLC
-    number", "area code", "number of members") keep the model's words; the article is fitted to
-    the predicate's first sound later (`relexicalise_predicates`)."""
+    number", "area code", "number of members") and plurals keep the model's words; the article is
+    fitted to the predicate's first sound later (`relexicalise_predicates`)."""
     predicate_map = predicate_map or {}
     output, index = [], 0
     while index < len(tokens):
@@ -363,7 +363,8 @@ def measure_clauses(tokens, entity_map, predicate_map=None):
         lead, subject, rest = (), None, index
         if is_placeholder(token):
             subject, rest = token, index + 1 + (tokens[index + 1: index + 2] == ["'s"])
-        elif token in ("It", "it") and tokens[index + 1: index + 2] == ["'s"] and (token == "It" or _and_after_entity(output)):
+        elif (token in ("It", "it") and tokens[index + 1: index + 2] == ["'s"]
+              and (token == "It" or _and_after_entity(output))):
             subject, rest = (token if token == "It" else None), index + 2
         elif token in ("Its", "its") and (token == "Its" or _and_after_entity(output)):
             subject, rest = ("It" if token == "Its" else None), index + 1
