@@ -490,3 +490,20 @@ def test_entity_words_follow_the_first_placeholder_of_each_entity_in_the_source(
         "<S>", "ENT_1", "Aarhus", "<AGENT>", "<P>", "location", "<O>", "ENT_2", "Tirstrup", "<PATIENT>"]
     assert delexicalise(triples).source_tokens == delexicalise(triples, entity_words=0).source_tokens
     assert "Tirstrup" not in delexicalise(triples).source_tokens
+
+
+def test_in_right_before_a_full_date_becomes_on():
+    # The model writes "in ENT_2" for years and dates alike; train references write "on D Month YYYY"
+    # 283 times, "in D Month YYYY" once.
+    entity_map = {"ENT_1": "Alan Bean", "ENT_2": "1932-03-15", "ENT_3": "1932", "ENT_4": "Wheeler, Texas",
+                  "ENT_5": "1932-13-45"}
+    cases = {
+        "ENT_1 was born in ENT_2 .": "Alan Bean was born on 15 March 1932.",
+        "In ENT_2 , ENT_1 was born .": "On 15 March 1932, Alan Bean was born.",
+        "ENT_1 was born in ENT_3 .": "Alan Bean was born in 1932.",  # a year keeps "in"
+        "ENT_1 was born in ENT_4 .": "Alan Bean was born in Wheeler, Texas.",
+        "ENT_1 was born in ENT_5 .": "Alan Bean was born in 1932-13-45.",  # no date: written as given
+        "ENT_1 was born within ENT_2 .": "Alan Bean was born within 15 March 1932.",
+    }
+    for tokens, text in cases.items():
+        assert detokenize(relexicalise(tokens.split(), entity_map)) == text, tokens

@@ -331,6 +331,7 @@ def relexicalise(tokens, entity_map, predicate_map=None):
             if words and output and entity_end is None and _same_word(words[0], output[-1]):
                 output.pop()  # the model's word, never another entity's
             _fit_article_before(output, words)
+            _fit_preposition_before(output, words)
             output.extend(words)
             entity_end = words[-1] if words else None
     return _without_unopened_parentheses(output)
@@ -458,6 +459,17 @@ def _without_unopened_parentheses(tokens):
             depth += 1
         output.append(token)
     return output
+
+
+def _fit_preposition_before(output, words):
+    """"on" for the model's "in" right before a full date ("was born in 15 March 1932" -> "born on"):
+    the model sees a placeholder, not whether it holds a year ("in 1932") or a date. Train references
+    write "on D Month YYYY" 283 times, "in D Month YYYY" once."""
+    if (
+        output and output[-1] in ("in", "In") and len(words) == 3 and words[0].isdigit()
+        and words[1] in _MONTHS and len(words[2]) == 4 and words[2].isdigit()
+    ):
+        output[-1] = "on" if output[-1] == "in" else "On"
 
 
 def _fit_article_before(output, words):
