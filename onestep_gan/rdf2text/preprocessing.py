@@ -374,7 +374,7 @@ def measure_clauses(tokens, entity_map, predicate_map=None):
             lead, rest = ("a",), index + 1
         clause = tokens[rest: rest + 3]
         if (
-            (subject is not None or rest > index) and len(clause) == 3 and clause[1].lower() in _HAVE
+            rest > index and len(clause) == 3 and clause[1].lower() in _HAVE
             and is_placeholder(clause[2]) and value_shape(entity_map.get(clause[2], "")) == "number"
             and _names_measure(predicate_map.get(clause[0]))
         ):
