@@ -17,9 +17,11 @@ class TerminateOnDivergence(keras.callbacks.Callback):
 
     Unlike `keras.callbacks.TerminateOnNaN`, it also catches a loss that grows
     past `max_loss`, and it raises `TrainingDivergedError` at the end of `fit`
-    (after the other callbacks ran), naming the epoch, the batch and the value,
+    (in its `on_train_end`), naming the epoch, the batch and the value,
     so a script cannot mistake a diverged run for a finished one. Weights saved
-    by `ModelCheckpoint` before the divergence are left untouched.
+    by `ModelCheckpoint` before the divergence are left untouched. Keras calls
+    `on_train_end` in list order and the error ends that loop: put this callback
+    last in `callbacks`, so that the others finish (a `CSVLogger` closes its file).
 
     Args:
         monitor: the log key to watch, e.g. `"loss"` or `"d_loss"`.

@@ -327,8 +327,19 @@ class GANModel(keras.Model):
         def total_score(leaves):
             return ops.sum(self.score(conditions, tree.pack_sequence_as(fake, leaves), training))
 
+        # BatchNorm statistics move with D's real and fake passes only: the pass on the
+        # interpolates (in training mode, as every D pass of the step) gives its updates back.
+        statistics = [
+            variable
+            for layer in self.discriminator._flatten_layers()
+            if isinstance(layer, keras.layers.BatchNormalization)
+            for variable in (layer.moving_mean, layer.moving_variance)
+        ]
+        saved = [ops.copy(ops.convert_to_tensor(variable)) for variable in statistics]
         # Differentiable again: the trainer's backward pass reaches D's weights through it.
         gradients = gradients_lib.input_gradients(total_score, interpolates)
+        for variable, value in zip(statistics, saved):
+            variable.assign(value)
         squared_norm = sum(
             ops.sum(ops.square(ops.reshape(ops.cast(g, "float32"), (batch_size, -1))), axis=1)
             for g in gradients

@@ -184,12 +184,12 @@ class OneStepGAN(GANModel):
         bracket = g_loss - ops.stop_gradient(g_loss)
         total = d_loss + self.lam * bracket
 
+        # Extra terms are added in float32 (under mixed precision they may come in float16).
         if self.generator_extra_loss is not None:
-            extra = self.generator_extra_loss(conditions, real, fake)
-            total = total + extra
+            total = total + ops.cast(self.generator_extra_loss(conditions, real, fake), "float32")
         if self.discriminator_extra_loss is not None:
             # Only the stopped sample goes in: nothing computed here depends on G's weights.
-            total = total + self.discriminator_extra_loss(conditions, real, fake_stopped)
+            total = total + ops.cast(self.discriminator_extra_loss(conditions, real, fake_stopped), "float32")
         if regularization:  # Each term touches only its own net's weights.
             total = total + float32_sum(regularization)
 

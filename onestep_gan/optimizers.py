@@ -119,6 +119,8 @@ class GANOptimizer(keras.optimizers.Optimizer):
       `GANOptimizer(Adam(global_clipnorm=1.0))`), it moves to the `GANOptimizer`.
       For one norm per net, pass both optimizers explicitly, each with its own
       `global_clipnorm`.
+      With `gradient_accumulation_steps` it is refused (it would clip each batch's
+      gradient, not the accumulated one); one norm per net works with it.
     - `loss_scale_factor` of the inner optimizers moves to the `GANOptimizer` (G's
       and D's must agree), which scales the loss and unscales the gradient once.
     - `learning_rate` reads D's learning rate; setting it (e.g. by
@@ -215,6 +217,16 @@ class GANOptimizer(keras.optimizers.Optimizer):
             )
         discriminator_optimizer.loss_scale_factor = None
         generator_optimizer.loss_scale_factor = None
+        accumulation = discriminator_optimizer.gradient_accumulation_steps or generator_optimizer.gradient_accumulation_steps
+        if global_clipnorm and accumulation:
+            # Keras clips the accumulated gradient when it applies it; the joint norm, taken here
+            # before the inner optimizers accumulate, would clip each batch's gradient instead.
+            raise ValueError(
+                "global_clipnorm (one norm over G and D) cannot be combined with gradient_accumulation_steps: "
+                "it would clip each batch's gradient, not the accumulated one. For one norm per net, pass both "
+                "optimizers, each with its own global_clipnorm. Received: "
+                f"global_clipnorm={global_clipnorm}, gradient_accumulation_steps={accumulation}"
+            )
         super().__init__(
             learning_rate=0.0,
             global_clipnorm=global_clipnorm,

@@ -62,7 +62,9 @@ def install_kill(spec):
     elif kind in ("backup-save", "model-save", "generator-save"):
         targets = {"backup-save": checkpoints.STATE_FILE, "model-save": "model.keras", "generator-save": "generator.keras"}
         target, count = targets[kind], [int(rest)]
-        commit = checkpoints._commit
+        from onestep_gan.rdf2text import atomic_files
+
+        commit = atomic_files._commit
 
         def killing_commit(partial, path):
             if os.path.basename(path) == target:
@@ -73,7 +75,7 @@ def install_kill(spec):
                     die()
             commit(partial, path)
 
-        checkpoints._commit = killing_commit
+        atomic_files._commit = killing_commit  # every atomic write goes through it
     elif kind == "decode":
         count, decode = [int(rest)], inference.decode_examples
 

@@ -233,3 +233,138 @@ def test_a_bad_jit_compile_value_is_one_line_and_leaves_no_run(tmp_path, capsys)
     assert cli.main([*arguments, "--jit-compile", "maybe"]) == 2
     one_line_error(capsys, "`jit_compile` must be one of ['auto', 'off', 'on']", "Received: jit_compile='maybe'")
     assert not (tmp_path / "run").exists()
+
+
+# Paths a job cannot write or read, damaged aligner files, and kills while reports are written.
+
+def test_a_run_folder_that_is_a_file_is_one_line_before_anything_is_read(trained_run, tmp_path, capsys):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("keep")
+    for argv in (
+        ["train", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(a_file)],
+        ["chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(a_file)],
+        ["adversarial", "--quick", "--data-dir", str(FIXTURE_2017), "--mle-run-dir", str(trained_run),
+         "--run-dir", str(a_file / "gan")],
+    ):
+        assert cli.main(argv) == 2
+        one_line_error(capsys, str(a_file), "is a file, expected a folder")
+    assert a_file.read_text() == "keep"
+
+
+def test_adversarial_with_bad_inputs_writes_nothing(trained_run, tmp_path, capsys):
+    """No run folder for a missing MLE run; an interrupted stage's folder left as it was when the
+    rerun's settings differ from its backup's (the rerun used to overwrite adversarial_config.json
+    before the backup refused it)."""
+    from onestep_gan.rdf2text import checkpoints
+
+    run_dir = tmp_path / "gan"
+    base = ["adversarial", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(run_dir)]
+    assert cli.main([*base, "--mle-run-dir", str(tmp_path / "nope")]) == 2
+    one_line_error(capsys, "nope", "not found")
+    assert not run_dir.exists()
+
+    import keras
+    import numpy as np
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    backup = checkpoints.TrainingBackup(run_dir / "backup", metadata={"seed": -1})  # another run's settings
+    model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=1, verbose=0, callbacks=[backup])
+    before = sorted(path.relative_to(run_dir) for path in run_dir.rglob("*"))
+    assert cli.main([*base, "--mle-run-dir", str(trained_run)]) == 2
+    one_line_error(capsys, "training_state.npz", "other settings")
+    assert sorted(path.relative_to(run_dir) for path in run_dir.rglob("*")) == before
+
+
+def test_files_that_cannot_be_read_are_named_in_one_line(trained_run, tmp_path, monkeypatch, capsys):
+    from onestep_gan.rdf2text.vocabulary import Vocabulary
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    hypotheses = tmp_path / "hyp.txt"
+    hypotheses.write_text("x\n")
+    # --run-dir names config.json itself: config.json/config.json cannot be read.
+    argv = ["evaluate", "--split", "test", "--data-dir", str(FIXTURE_2017), "--hypotheses", str(hypotheses),
+            "--run-dir", str(trained_run / "config.json")]
+    assert cli.main(argv) == 2
+    one_line_error(capsys, "config.json", "cannot be read")
+    assert cli.main(["generate", "--run-dir", str(trained_run), "--input", str(a_file / "in.txt")]) == 2
+    one_line_error(capsys, str(a_file / "in.txt"), "cannot be read")
+    with pytest.raises(ValueError, match=r"Vocabulary file .*a_file/vocabulary.json cannot be read"):
+        Vocabulary.load(a_file / "vocabulary.json")
+
+
+@pytest.mark.parametrize("content", ["", '{"cues": ', "{}", "[]", b"\xff\xfe"])
+def test_a_damaged_aligner_file_is_named(tmp_path, content):
+    from onestep_gan.rdf2text.faithfulness import SlotAligner
+
+    path = tmp_path / "aligner.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ValueError, match=r"Aligner file .*aligner.json is damaged or not an aligner"):
+        SlotAligner.load(path)
+    with pytest.raises(ValueError, match=r"Aligner file .*cannot be read"):
+        SlotAligner.load(path / "aligner.json")
+
+
+def test_generate_with_a_damaged_aligner_is_one_line(trained_run, tmp_path, monkeypatch, capsys):
+    run = copy_run(trained_run, tmp_path)
+    (run / "aligner.json").write_text("{}")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(run), "--decode-method", "beam", "--beam-width", "2"]) == 2
+    one_line_error(capsys, str(run / "aligner.json"), "damaged")
+
+
+def _kill_half_way_through_writes(monkeypatch):
+    """Every file write stops half way with a KeyboardInterrupt: a kill in the middle of a write."""
+    import pathlib
+
+    write_bytes, write_text = pathlib.Path.write_bytes, pathlib.Path.write_text
+
+    def write_half_then_die(self, data, *args, **kwargs):
+        (write_bytes if isinstance(data, bytes) else write_text)(self, data[: len(data) // 2], *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pathlib.Path, "write_bytes", write_half_then_die)
+    monkeypatch.setattr(pathlib.Path, "write_text", write_half_then_die)
+
+
+def _files(folder):
+    return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file() and not path.name.startswith(".")}
+
+
+def test_a_kill_while_reports_are_written_leaves_the_previous_ones_whole(tmp_path, monkeypatch):
+    from onestep_gan.rdf2text import evaluation, webnlg
+
+    entries = webnlg.load_webnlg("test", FIXTURE_2017)[:2]
+    evaluation.write_report(tmp_path, ["Aarhus Airport serves Aarhus.", "A text."], entries, name="dev")
+    before = _files(tmp_path)
+    with monkeypatch.context() as patch:
+        _kill_half_way_through_writes(patch)
+        with pytest.raises(KeyboardInterrupt):
+            evaluation.write_report(tmp_path, ["Another text, longer than the first.", "And one more."], entries,
+                                    name="dev")
+    assert _files(tmp_path) == before
+
+
+def test_a_kill_while_decode_saves_the_config_leaves_the_previous_one_whole(trained_run, tmp_path, monkeypatch):
+    import pathlib
+    import shutil
+
+    from onestep_gan.rdf2text import mle
+    from onestep_gan.rdf2text.config import MLEConfig
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    before = _files(run)
+    save = MLEConfig.save
+
+    def save_half_then_die(self, path):
+        save(self, path)
+        text = pathlib.Path(path).read_text()
+        pathlib.Path(path).write_text(text[: len(text) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MLEConfig, "save", save_half_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        mle.decode_run(run, FIXTURE_2017, beam_width=3)
+    assert _files(run)["config.json"] == before["config.json"]

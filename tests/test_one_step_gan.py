@@ -361,6 +361,30 @@ def test_discriminator_extra_loss_reaches_discriminator_only():
         gan.get_config()
 
 
+@pytest.mark.parametrize("dtype_policy", ["mixed_float16"], indirect=True)
+def test_extra_losses_in_half_precision_are_added_in_float32(dtype_policy):
+    """Under mixed precision an extra term computed on G's float16 sample or D's float16 scores is
+    added to the float32 loss (TensorFlow does not promote float16 + float32 by itself)."""
+    gan = conditional_gan()
+    conditions, real = (ops.convert_to_tensor(t) for t in batch())
+    fake = gan(conditions)
+    assert keras.backend.standardize_dtype(fake.dtype) == "float16"
+    base = float(gan.compute_loss(conditions, real, fake))
+
+    def generator_extra(conditions, real, fake):
+        return ops.mean(ops.square(fake))
+
+    def discriminator_extra(conditions, real, fake):
+        return ops.mean(gan.discriminator([conditions, fake], training=False))
+
+    assert keras.backend.standardize_dtype(generator_extra(conditions, real, fake).dtype) == "float16"
+    gan.generator_extra_loss, gan.discriminator_extra_loss = generator_extra, discriminator_extra
+    total = gan.compute_loss(conditions, real, fake)
+    assert keras.backend.standardize_dtype(total.dtype) == "float32"
+    extras = float(generator_extra(conditions, real, fake)) + float(discriminator_extra(conditions, real, fake))
+    assert float(total) == pytest.approx(base + extras, rel=1e-2, abs=1e-2)
+
+
 class InterruptAtEpoch(keras.callbacks.Callback):
     def __init__(self, epoch):
         super().__init__()
@@ -518,9 +542,12 @@ def test_every_discriminator_pass_runs_in_training_mode(loss):
         np.testing.assert_allclose(grad, LAM * ref, rtol=1e-4, atol=1e-6)
 
 
-def test_batch_norm_statistics_are_updated_by_the_two_live_passes_only():
+@pytest.mark.parametrize("loss", ["hinge", "wasserstein"])
+def test_batch_norm_statistics_are_updated_by_the_two_live_passes_only(loss):
+    """Not by the frozen pass that scores G's sample for G's term, nor by WGAN-GP's pass on the
+    interpolates."""
     gan = onestep_gan.OneStepGAN(
-        make_generator(LATENT_DIM), training_sensitive_discriminator(), latent_dim=LATENT_DIM, seed=2
+        make_generator(LATENT_DIM), training_sensitive_discriminator(), loss=loss, latent_dim=LATENT_DIM, seed=2
     )
     _, real = batch()
     gan(real)

@@ -197,6 +197,37 @@ def test_global_clipnorm_per_net_with_explicit_optimizers():
     np.testing.assert_allclose(d_step, [0.0, 1.3], rtol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: onestep_gan.GANOptimizer(keras.optimizers.SGD(1.0, global_clipnorm=1.0, gradient_accumulation_steps=2)),
+        lambda: onestep_gan.GANOptimizer(keras.optimizers.SGD(1.0, gradient_accumulation_steps=2), global_clipnorm=1.0),
+    ],
+    ids=["inner", "argument"],
+)
+def test_joint_global_clipnorm_with_gradient_accumulation_is_refused(make):
+    """The joint norm is taken before the inner optimizers accumulate, so it would clip each
+    batch's gradient (10 then 0: a step of 0.5) where Keras clips the accumulated one (a step of 1)."""
+    with pytest.raises(ValueError, match="global_clipnorm.*gradient_accumulation_steps=2"):
+        make()
+
+
+def test_global_clipnorm_per_net_with_gradient_accumulation_is_keras_own():
+    def sgd():
+        return keras.optimizers.SGD(1.0, global_clipnorm=1.0, gradient_accumulation_steps=2)
+
+    optimizer = onestep_gan.GANOptimizer(sgd(), generator_optimizer=sgd())
+    g_var, d_var = keras.Variable(np.zeros(1, "float32")), keras.Variable(np.zeros(1, "float32"))
+    optimizer.assign_generator_variables([g_var])
+    keras_optimizer, reference = sgd(), keras.Variable(np.zeros(1, "float32"))
+    for gradient in (10.0, 0.0):
+        optimizer.apply([np.array([gradient], "float32"), np.array([gradient], "float32")], [g_var, d_var])
+        keras_optimizer.apply([np.array([gradient], "float32")], [reference])
+    np.testing.assert_allclose(reference.numpy(), [-1.0], rtol=1e-6)  # Keras: the mean 5, clipped to 1
+    np.testing.assert_allclose(g_var.numpy(), reference.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(d_var.numpy(), reference.numpy(), rtol=1e-6)
+
+
 def test_swap_ema_weights_callback():
     optimizer = onestep_gan.GANOptimizer(keras.optimizers.SGD(0.1, use_ema=True, ema_momentum=0.5))
     gan, conditions, real = gan_with(optimizer)

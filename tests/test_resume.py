@@ -181,7 +181,7 @@ def test_adversarial_rerun_after_kills_equals_the_uninterrupted_run(reference, a
     """kill -9 mid-epoch 2 and while decoding test; each rerun continues the run (no pretraining
     again, no epoch redone but the unfinished one), and the last ends with the weights,
     hypotheses, scores, D accuracies and log of an uninterrupted run. (A kill during a half-written
-    save goes through the same `checkpoints._commit` as the MLE job's, tested above; the stage's
+    save goes through the same `atomic_files._commit` as the MLE job's, tested above; the stage's
     own `generator-save` kill point is left out to keep CI under 30 minutes.)"""
     run_dir = tmp_path / "gan"
     run_adversarial_child(reference, run_dir, kill="batch:2:1")

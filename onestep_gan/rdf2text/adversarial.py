@@ -403,18 +403,14 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     """
     start = time.perf_counter()
     run_dir = pathlib.Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    checkpoints.remove_partial_files(run_dir)
+    runs.check_output_dir(run_dir)
     keras.utils.set_random_seed(config.seed)
-    checkpoints.atomic_save(run_dir / runs.ADVERSARIAL_CONFIG_FILE, config.save)
     transformer, preprocessor, mle_config = runs.load_run(mle_run_dir)
     if config.max_length > transformer.max_target_length:
         raise ValueError(
             f"max_length={config.max_length} exceeds the generator's max_target_length="
             f"{transformer.max_target_length}."
         )
-    checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, mle_config.save)
-    checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
 
     mentions = {"gold_mentions": mle_config.gold_mentions, "enriched_dir": enriched_dir}
     holdout = {"holdout_categories": mle_config.holdout_categories}  # the MLE run's train categories
@@ -425,6 +421,13 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     aligner = runs.load_aligner(mle_run_dir) or SlotAligner.from_entries(
         runs.load_split("train", data_dir, **holdout)
     )
+    # Every input read and checked (an interrupted run's backup too): only now is the folder written.
+    checkpoints.TrainingBackup(run_dir / runs.BACKUP_DIR, metadata=config.to_dict()).check()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoints.remove_partial_files(run_dir)
+    checkpoints.atomic_save(run_dir / runs.ADVERSARIAL_CONFIG_FILE, config.save)
+    checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, mle_config.save)
+    checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
     checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
     train_examples = preprocessor.encode_entries(train_entries, for_training=True)
     held_out_examples = preprocessor.encode_entries(dev_entries, for_training=True)

@@ -1,8 +1,7 @@
 """Files that survive a kill, and exact resume of an interrupted `fit`.
 
-- `atomic_write` / `atomic_save_model`: write to a hidden `.NAME.partial*` file beside the
-  target, flush it to disk, then rename it over the target (`os.replace`, atomic on POSIX). A
-  kill at any moment leaves the previous complete file (or none), never a truncated one.
+- `atomic_save_model`: a `.keras` model written as `atomic_files` writes every file (aside, then
+  renamed: a kill leaves the previous complete file, never a truncated one).
 - `AtomicModelCheckpoint`: Keras' `ModelCheckpoint`, writing through `atomic_save_model`.
 - `TrainingBackup`: an epoch-granular replacement for `keras.callbacks.BackupAndRestore` that
   makes the resumed run *the same run* (the MLE job and the adversarial stage). At the end of every epoch it writes one file,
@@ -28,13 +27,14 @@ seen twice: that is not the uninterrupted run, and it is not offered here.
 import io
 import json
 import logging
-import os
 import pathlib
 import time
 import zipfile
 
 import keras
 import numpy as np
+
+from onestep_gan.rdf2text.atomic_files import atomic_save, atomic_write, partial_path, remove_partial_files  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
@@ -49,46 +49,9 @@ _CALLBACK_STATE = {
 }
 
 
-def partial_path(path):
-    """The hidden file beside `path` that `atomic_write` writes first (same suffix)."""
-    path = pathlib.Path(path)
-    return path.with_name(f".{path.stem}.partial{path.suffix}")
-
-
-def _commit(partial, path):
-    """Flushes `partial` to disk and renames it over `path`."""
-    with open(partial, "rb+") as file:
-        os.fsync(file.fileno())
-    os.replace(partial, path)
-
-
-def atomic_write(path, data):
-    """Writes `data` (bytes or str, UTF-8) to `path` atomically."""
-    path = pathlib.Path(path)
-    partial = partial_path(path)
-    partial.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    _commit(partial, path)
-
-
-def atomic_save(path, save):
-    """Calls `save(partial_path)`, then renames the written file over `path`."""
-    path = pathlib.Path(path)
-    partial = partial_path(path)
-    save(partial)
-    _commit(partial, path)
-
-
 def atomic_save_model(model, path):
     """`model.save(path)` atomically (`path` ends in `.keras`)."""
     atomic_save(path, lambda partial: model.save(partial, overwrite=True))
-
-
-def remove_partial_files(folder):
-    """Deletes the leftovers of writes a kill interrupted (`.*.partial*` files)."""
-    folder = pathlib.Path(folder)
-    if folder.is_dir():
-        for path in folder.glob(".*.partial*"):
-            path.unlink(missing_ok=True)
 
 
 class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
@@ -176,6 +139,24 @@ class TrainingBackup(keras.callbacks.Callback):
             raise ValueError(damaged.format(f"version {state.get('version')!r}, expected {_STATE_VERSION}"))
         return state, arrays
 
+    def check(self):
+        """Raises `ValueError`, as `restore` would, when a backup exists that is damaged or belongs to
+        another configuration; a job calls it before it writes anything into the run folder."""
+        if self.exists():
+            self._check_metadata(self._read()[0])
+
+    def _check_metadata(self, state):
+        # Keys the backup has and this run's metadata does not are not compared: a release that
+        # stops counting a setting as part of the metadata (a decoding setting) still resumes
+        # the backups written before it.
+        saved = state.get("metadata") or {}
+        changed = sorted(key for key in self.metadata or {} if self.metadata[key] != saved.get(key))
+        if changed:
+            raise ValueError(
+                f"The training backup {self.path} belongs to a run with other settings (differing: "
+                f"{changed}). Rerun with the settings of {self.backup_dir.parent} or use a new run folder."
+            )
+
     def _variables(self, model):
         return list(model.variables) + list(model.optimizer.variables)
 
@@ -193,16 +174,7 @@ class TrainingBackup(keras.callbacks.Callback):
         if not self.exists():
             return 0
         state, arrays = self._read()
-        # Keys the backup has and this run's metadata does not are not compared: a release that
-        # stops counting a setting as part of the metadata (a decoding setting) still resumes
-        # the backups written before it.
-        saved = state.get("metadata") or {}
-        changed = sorted(key for key in self.metadata or {} if self.metadata[key] != saved.get(key))
-        if changed:
-            raise ValueError(
-                f"The training backup {self.path} belongs to a run with other settings (differing: "
-                f"{changed}). Rerun with the settings of {self.backup_dir.parent} or use a new run folder."
-            )
+        self._check_metadata(state)
         # The backend's global random states (none in a backup of an earlier release).
         random_states = {name: arrays.pop(name) for name in list(arrays) if name.startswith(_RANDOM_STATE)}
         variables = self._variables(model)

@@ -113,6 +113,8 @@ def _read_text_lines(path, what):
         raise ValueError(f"{what} {path} not found.") from None
     except IsADirectoryError:
         raise ValueError(f"{what} {path} is a folder: expected a text file.") from None
+    except OSError as error:  # no permission, a path through a file
+        raise ValueError(f"{what} {path} cannot be read ({error.strerror}).") from None
     return _decode_lines(data, str(path))
 
 

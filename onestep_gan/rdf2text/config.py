@@ -70,6 +70,8 @@ class _Serialisable:
             raise ValueError(f"{path} not found: expected the {cls.__name__} of a run.") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(f"{path} is not a valid JSON file ({error}); expected the {cls.__name__} of a run.") from None
+        except OSError as error:  # a folder, a path through a file, no permission
+            raise ValueError(f"{path} cannot be read ({error.strerror}); expected the {cls.__name__} of a run.") from None
         if isinstance(config, dict):
             # A field the file lacks was added after the run was saved: the run was trained
             # the way the code then did, which is not always today's default.

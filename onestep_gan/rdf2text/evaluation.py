@@ -34,6 +34,7 @@ from nltk.tokenize import NLTKWordTokenizer
 from nltk.translate.bleu_score import corpus_bleu
 
 from onestep_gan.rdf2text import preprocessing
+from onestep_gan.rdf2text.atomic_files import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -401,15 +402,9 @@ def write_report(run_dir, hypotheses, entries, scores=None, name="test", aligner
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     lines = [_WHITESPACE.sub(" ", hypothesis).strip() for hypothesis in hypotheses]
-    (run_dir / f"{name}_hypotheses.txt").write_text(
-        "".join(line + "\n" for line in lines), encoding="utf-8"
-    )
-    (run_dir / f"{name}_scores.json").write_text(
-        json.dumps(scores, indent=2) + "\n", encoding="utf-8"
-    )
-    (run_dir / f"{name}_scores.md").write_text(
-        format_markdown_table(scores), encoding="utf-8"
-    )
+    atomic_write(run_dir / f"{name}_hypotheses.txt", "".join(line + "\n" for line in lines))
+    atomic_write(run_dir / f"{name}_scores.json", json.dumps(scores, indent=2) + "\n")
+    atomic_write(run_dir / f"{name}_scores.md", format_markdown_table(scores))
     logger.info("Wrote %s report to %s", name, run_dir)
     return scores
 

@@ -792,12 +792,25 @@ class SlotAligner:
     def save(self, path):
         path = pathlib.Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.get_config(), ensure_ascii=False, sort_keys=True))
+        path.write_text(json.dumps(self.get_config(), ensure_ascii=False, sort_keys=True), encoding="utf-8")
         return path
 
     @classmethod
     def load(cls, path):
-        return cls.from_config(json.loads(pathlib.Path(path).read_text()))
+        """Reads `save`'s file; a missing, unreadable, broken or mistyped file raises ValueError naming it."""
+        path = pathlib.Path(path)
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(config, dict):
+                raise TypeError(f"a JSON {type(config).__name__}, not an object")
+            return cls.from_config(config)
+        except OSError as error:
+            raise ValueError(f"Aligner file {path} cannot be read ({error.strerror}).") from None
+        except (ValueError, TypeError, KeyError, AttributeError) as error:  # JSON and Unicode errors included
+            raise ValueError(
+                f"Aligner file {path} is damaged or not an aligner ({type(error).__name__}: {error}); expected "
+                "the SlotAligner a run saves. Rerun the job that writes it, or delete it (`decode` mines it again)."
+            ) from None
 
 
 _COPULAS = frozenset("is are was were".split())

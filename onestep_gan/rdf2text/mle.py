@@ -240,6 +240,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     """
     start_time = time.perf_counter()
     run_dir = pathlib.Path(run_dir)
+    runs.check_output_dir(run_dir)
     if config.rerank_discriminator_weight > 0:
         raise ValueError(
             f"rerank_discriminator_weight={config.rerank_discriminator_weight}: an MLE run has no discriminator. "
@@ -353,7 +354,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     if config.average_checkpoints > 1:
         _average_checkpoints(best_model, run_dir, best_epoch, config.average_checkpoints)
     aligner = SlotAligner.from_entries(train_entries)  # mined from train references only
-    aligner.save(run_dir / runs.ALIGNER_FILE)
+    checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
     decode = decoder_for(best_model, preprocessor, config, aligner)
     results, decode_seconds = {}, {}
     for name, entries, examples in (("dev", dev_entries, dev_examples), ("test", test_entries, test_examples)):
@@ -382,7 +383,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
         "total_seconds": time.perf_counter() - start_time,
         "best_val_loss": float(np.min(val_losses)) if val_losses else None,
     }
-    (run_dir / runs.TIMING_FILE).write_text(json.dumps(timing, indent=2) + "\n", encoding="utf-8")
+    checkpoints.atomic_write(run_dir / runs.TIMING_FILE, json.dumps(timing, indent=2) + "\n")
     _write_summary(run_dir, config, results, timing)
     backup.delete()  # the run is complete: a rerun starts afresh
     logger.info("Done in %.1f min; outputs in %s", timing["total_seconds"] / 60, run_dir)
@@ -503,7 +504,7 @@ def _write_summary(run_dir, config, results, timing):
         f"- total: {timing['total_seconds'] / 60:.1f} min",
         "",
     ]
-    (run_dir / runs.SUMMARY_FILE).write_text("\n".join(lines), encoding="utf-8")
+    checkpoints.atomic_write(run_dir / runs.SUMMARY_FILE, "\n".join(lines))
 
 
 def decode_run(run_dir, data_dir=None, **decoding):
@@ -531,7 +532,7 @@ def decode_run(run_dir, data_dir=None, **decoding):
         aligner = SlotAligner.from_entries(runs.load_split(
             "train", data_dir, config.max_train_entries, config.seed, holdout_categories=config.holdout_categories
         ))
-        aligner.save(run_dir / runs.ALIGNER_FILE)
+        checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
     decode = decoder_for(model, preprocessor, config, aligner, discriminator=discriminator)
     # Both splits are decoded and scored before any report is written: a decode stopped half way
     # leaves the folder's reports and config.json as they were, not dev's new beside test's old.
@@ -548,7 +549,7 @@ def decode_run(run_dir, data_dir=None, **decoding):
     for name, (hypotheses, entries) in outputs.items():
         evaluation.write_report(run_dir, hypotheses, entries, scores=results[name],
                                 name=f"adversarial_{name}" if adversarial else name)
-    config.save(run_dir / runs.CONFIG_FILE)
+    checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, config.save)
     if adversarial and (run_dir / runs.ADVERSARIAL_SUMMARY_FILE).is_file():  # none if the stage stopped early
         summary = json.loads((run_dir / runs.ADVERSARIAL_SUMMARY_FILE).read_text(encoding="utf-8"))
         runs.write_comparison(run_dir, {**summary, "adversarial": results["test"]})

@@ -148,6 +148,17 @@ def load_model_file(path):
         raise
 
 
+def check_output_dir(run_dir):
+    """Raises `ValueError` when a job could not write its run into `run_dir`: the path, or a folder
+    above it, is a file. Called before the job reads or writes anything."""
+    run_dir = pathlib.Path(run_dir)
+    for folder in (run_dir, *run_dir.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ValueError(f"Run folder {run_dir}: {folder} is a file, expected a folder (created if missing).")
+            return
+
+
 def check_run_dir(run_dir):
     """Returns the generator file name of a run folder; raises `ValueError` if files are missing."""
     run_dir = pathlib.Path(run_dir)

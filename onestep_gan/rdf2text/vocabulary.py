@@ -144,8 +144,10 @@ class Vocabulary:
             payload = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ValueError(f"Vocabulary file not found. Received: path={str(path)!r}") from None
-        except json.JSONDecodeError as error:
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(f"Vocabulary file {path} is not valid JSON: {error}") from None
+        except OSError as error:  # a folder, a path through a file, no permission
+            raise ValueError(f"Vocabulary file {path} cannot be read ({error.strerror}).") from None
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
             raise ValueError(
                 f"Vocabulary file {path}: expected a JSON object with \"format\": \"{_FORMAT}\". "

@@ -1,0 +1,44 @@
+"""Files that survive a kill: each is written to a hidden `.NAME.partial*` file beside its target,
+flushed to disk, then renamed over the target (`os.replace`, atomic on POSIX), so a kill at any
+moment leaves the previous complete file (or none), never a truncated one. Every file a job or a
+report writes goes through here (models through `checkpoints.atomic_save_model`)."""
+
+import os
+import pathlib
+
+
+def partial_path(path):
+    """The hidden file beside `path` that `atomic_write` writes first (same suffix)."""
+    path = pathlib.Path(path)
+    return path.with_name(f".{path.stem}.partial{path.suffix}")
+
+
+def _commit(partial, path):
+    """Flushes `partial` to disk and renames it over `path`."""
+    with open(partial, "rb+") as file:
+        os.fsync(file.fileno())
+    os.replace(partial, path)
+
+
+def atomic_write(path, data):
+    """Writes `data` (bytes or str, UTF-8) to `path` atomically."""
+    path = pathlib.Path(path)
+    partial = partial_path(path)
+    partial.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    _commit(partial, path)
+
+
+def atomic_save(path, save):
+    """Calls `save(partial_path)`, then renames the written file over `path`."""
+    path = pathlib.Path(path)
+    partial = partial_path(path)
+    save(partial)
+    _commit(partial, path)
+
+
+def remove_partial_files(folder):
+    """Deletes the leftovers of writes a kill interrupted (`.*.partial*` files)."""
+    folder = pathlib.Path(folder)
+    if folder.is_dir():
+        for path in folder.glob(".*.partial*"):
+            path.unlink(missing_ok=True)
