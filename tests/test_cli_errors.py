@@ -91,6 +91,13 @@ def test_triple_separators_are_exact_and_blank_lines_keep_alignment():
         [Triple("A;B", "p", "C|D"), Triple("E", "q", "F")], None, [Triple("G", "r", "H")]]
 
 
+def test_a_triple_with_nothing_to_state_is_refused_naming_its_line():
+    for line, part in (("_ | birthPlace | Texas", "subject"), ('Alan_Bean | name | ""', "object"),
+                       ("A | !! | 1963", "predicate")):
+        with pytest.raises(ValueError, match=rf"Line 2: expected letters or digits in the {part}\. Received: "):
+            cli.parse_triple_sets(["A | b | C", line])
+
+
 def test_generate_blank_line_gives_blank_output(trained_run, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n\nD | e | F\n")))
     assert cli.main(["generate", "--run-dir", str(trained_run)]) == 0

@@ -102,6 +102,17 @@ def test_source_batches_fixed_shapes_and_order():
     np.testing.assert_array_equal(last_source[0, :20], examples[0].source_ids)
 
 
+def test_source_batches_never_pass_the_models_source_length():
+    """A model with max_source_length 20 (not a multiple of 16) has no position 20: a batch whose
+    longest source has 18 tokens is 20 wide, not 32; under 16, the batches are that wide."""
+    examples = synthetic_examples([(s, 1) for s in (18, 3)])
+    batches = list(datasets.source_batches(examples, batch_size=2, pad_id=PAD, max_length=20))
+    assert [source.shape for source, _ in batches] == [(2, 20)]
+    examples = synthetic_examples([(s, 1) for s in (9, 2, 4)])
+    batches = list(datasets.source_batches(examples, batch_size=2, pad_id=PAD, max_length=10))
+    assert [source.shape for source, _ in batches] == [(2, 10), (2, 10)]
+
+
 def test_with_known_length_counts_batches_of_every_bucket():
     examples = synthetic_examples([(2, 2)] * 5 + [(30, 30)] * 3)
     dataset = datasets.make_training_dataset(examples, batch_size=2, bucket_boundaries=(10,), **SPECIAL_IDS)

@@ -143,3 +143,22 @@ def test_discriminator_preference_is_the_beam_score_plus_the_weighted_discrimina
     assert np.isinf(preference).sum() == 1
     with pytest.raises(ValueError, match="must be positive"):
         discriminator_preference(discriminator, weight=0.0)
+
+
+def test_decode_examples_batches_sources_no_wider_than_the_model_reads():
+    import types
+
+    from onestep_gan.rdf2text.inference import decode_examples
+
+    preprocessor = types.SimpleNamespace(
+        pad_id=0, max_source_length=20, decode=lambda ids, entity_map, predicate_map: "text"
+    )
+    examples = [types.SimpleNamespace(source_ids=tuple(range(4, 22)), entity_map={}, predicate_map={})]
+    widths = []
+
+    def generate_function(source_ids):
+        widths.append(source_ids.shape[1])
+        return np.zeros((source_ids.shape[0], 3), "int32")
+
+    assert decode_examples(generate_function, examples, preprocessor, batch_size=4, progress=False) == ["text"]
+    assert widths == [20]

@@ -75,6 +75,20 @@ def test_encode_triples_accepts_tuples_and_refuses_empty_sets():
         TextPreprocessor(preprocessor.vocabulary, 4, 1)
 
 
+def test_placeholders_the_model_never_saw_are_named_in_a_warning(caplog):
+    """The fixture's train entries hold at most 3 entities: a fourth entity's ENT_4 reads as UNK,
+    which the model can neither copy nor be held to write; the user is told."""
+    preprocessor = TextPreprocessor.build(load_fixture("train"), 64, 64)
+    assert "ENT_3" in preprocessor.vocabulary and "ENT_4" not in preprocessor.vocabulary
+    with caplog.at_level("WARNING", logger="onestep_gan.rdf2text.preprocessor"):
+        preprocessor.encode_triples([[("A", "b", "C")]])
+    assert not caplog.records
+    with caplog.at_level("WARNING", logger="onestep_gan.rdf2text.preprocessor"):
+        preprocessor.encode_triples([[("A", "b", "C"), ("A", "d", "E"), ("F", "g", "H")]])
+    (record,) = caplog.records
+    assert "never saw in training: ENT_4, ENT_5" in record.getMessage()
+
+
 def test_predicate_placeholders_get_ids_and_the_copy_ids_but_not_the_entity_ids():
     entries = load_fixture("train")
     preprocessor = TextPreprocessor.build(entries, 64, 64, predicate_placeholders=True)

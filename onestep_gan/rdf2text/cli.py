@@ -81,6 +81,7 @@ def parse_triple_sets(lines):
     or `|`. A blank line gives None (its output is a blank line, which keeps outputs aligned
     with the input lines). A ` ;` dangling at the end of a line separates nothing and is dropped.
     """
+    from onestep_gan.rdf2text import preprocessing
     from onestep_gan.rdf2text.webnlg import Triple
 
     triple_sets = []
@@ -98,6 +99,16 @@ def parse_triple_sets(lines):
                 raise ValueError(
                     f"Line {line_number}: expected triples 'subject | predicate | object' separated "
                     f"by ' ; '. Received: {text.strip()!r}"
+                )
+            subject, predicate, object_ = parts
+            empty = [name for name, written in (
+                ("subject", preprocessing.normalise_entity(subject)), ("predicate", preprocessing.split_predicate(predicate)),
+                ("object", preprocessing.normalise_entity(object_)),
+            ) if not written.strip()]
+            if empty:  # "_", '""', "!!": nothing a text could state
+                raise ValueError(
+                    f"Line {line_number}: expected letters or digits in the {' and '.join(empty)}. "
+                    f"Received: {text.strip()!r}"
                 )
             triples.append(Triple(*parts))
         triple_sets.append(triples)

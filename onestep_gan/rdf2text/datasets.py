@@ -364,11 +364,12 @@ def with_known_length(dataset):
     return dataset.apply(tf.data.experimental.assert_cardinality(num_batches)), num_batches
 
 
-def source_batches(examples, batch_size, pad_id, length_multiple=SOURCE_LENGTH_MULTIPLE):
+def source_batches(examples, batch_size, pad_id, length_multiple=SOURCE_LENGTH_MULTIPLE, max_length=None):
     """Fixed-shape source batches for decoding, shortest sources first.
 
-    Every batch is `(batch_size, L)` int32 with `L` a multiple of `length_multiple`; the last
-    batch is filled up with all-PAD rows. Yields `(source_ids, indices)` where `indices` are the
+    Every batch is `(batch_size, L)` int32 with `L` a multiple of `length_multiple`, or
+    `max_length` (the model's `max_source_length`, which its position embedding cannot pass)
+    where that is smaller; the last batch is filled up with all-PAD rows. Yields `(source_ids, indices)` where `indices` are the
     positions in `examples` of the real rows (the first `len(indices)` rows).
     """
     if batch_size < 1:
@@ -378,6 +379,8 @@ def source_batches(examples, batch_size, pad_id, length_multiple=SOURCE_LENGTH_M
         indices = order[start : start + batch_size]
         longest = max(len(examples[index].source_ids) for index in indices)
         width = max(length_multiple, -(-longest // length_multiple) * length_multiple)
+        if max_length is not None:
+            width = min(width, max(max_length, longest))
         source_ids = np.full((batch_size, width), pad_id, dtype="int32")
         for row, index in enumerate(indices):
             ids = examples[index].source_ids

@@ -233,7 +233,9 @@ def decode_examples(
     if preference is not None and reranker is None:
         raise ValueError("A `preference` breaks the reranker's ties: it needs a `reranker`.")
     texts = [None] * len(examples)
-    batches = list(datasets.source_batches(examples, batch_size, pad_id=preprocessor.pad_id))
+    batches = list(datasets.source_batches(
+        examples, batch_size, pad_id=preprocessor.pad_id, max_length=preprocessor.max_source_length
+    ))
     progress_bar = keras.utils.Progbar(len(examples), unit_name="sentence") if progress else None
     for source_ids, indices in batches:
         outputs = generate_function(source_ids)

@@ -224,9 +224,13 @@ class TextPreprocessor:
         return preprocessing.detokenize(preprocessing.relexicalise(tokens, entity_map, predicate_map))
 
     def _encode(self, delexicalised_pairs):
-        examples, truncated = [], 0
+        examples, truncated, unknown = [], 0, {}
         for entry, delexicalised in delexicalised_pairs:
             source_ids = self.vocabulary.encode(delexicalised.source_tokens)
+            for token in delexicalised.source_tokens:  # ENT_9 of a model trained on at most 8 entities
+                placeholder = preprocessing.is_placeholder(token) or preprocessing.is_predicate_placeholder(token)
+                if placeholder and token not in self.vocabulary:
+                    unknown.setdefault(token, entry.entry_id)
             target_ids = None
             if delexicalised.target_tokens is not None:
                 target_ids = self.vocabulary.encode(delexicalised.target_tokens)
@@ -245,6 +249,12 @@ class TextPreprocessor:
             )
         if truncated:
             logger.warning("Truncated %d of %d sequences to the maximum lengths.", truncated, len(examples))
+        if unknown:
+            logger.warning(
+                "Placeholders the model never saw in training: %s (first in input %s). It cannot write the "
+                "entities or relations they stand for: the text leaves them out.",
+                ", ".join(sorted(unknown, key=lambda token: (token.rstrip("0123456789"), int(token.rsplit("_", 1)[1])))), next(iter(unknown.values())),
+            )
         return examples
 
 
