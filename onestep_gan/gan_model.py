@@ -396,16 +396,26 @@ class GANModel(keras.Model):
                 "Resample the data instead. "
                 f"Received: class_weight={bound['class_weight']!r}"
             )
-        if keras.backend.backend() != "jax":
-            return super().fit(*args, **kwargs)
+        return self._restoring_values_on_error(super().fit, *args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        return self._restoring_values_on_error(super().evaluate, *args, **kwargs)
+
+    def predict(self, *args, **kwargs):
+        return self._restoring_values_on_error(super().predict, *args, **kwargs)
+
+    def _restoring_values_on_error(self, method, *args, **kwargs):
+        # Keras' JAX trainer detaches the variables' values when `fit`, `evaluate` or `predict`
+        # starts and reattaches them only after a completed step: an error in the first step (a
+        # refused batch, a generator without gradient) would leave the model reading its
+        # initializers. `evaluate` inside `fit` (validation) is covered by `fit`'s call.
+        if keras.backend.backend() != "jax" or getattr(self, "_purged_values", None) is not None:
+            return method(*args, **kwargs)
         # Set past Keras' attribute tracking (a list would be tracked as layer state).
         object.__setattr__(self, "_purged_values", [])
         try:
-            return super().fit(*args, **kwargs)
+            return method(*args, **kwargs)
         except BaseException:
-            # Keras' JAX trainer detaches the variables' values when training starts and
-            # reattaches them only after a completed step: an error in the first step (a
-            # refused batch, a generator without gradient) would leave the model unusable.
             for variable, value in self._purged_values:
                 if variable._value is None:
                     variable._value = value
