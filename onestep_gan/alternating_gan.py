@@ -93,9 +93,13 @@ class AlternatingGAN(GANModel):
 
     def compile_from_config(self, config):
         optimizer = _unwrap(keras.saving.deserialize_keras_object(config["optimizer"]))
+        # The rest of compile's settings (steps_per_execution, jit_compile, run_eagerly) as saved.
+        settings = {key: value for key, value in config.items() if key not in ("optimizer", "loss", "metrics",
+                                                                                 "weighted_metrics", "loss_weights")}
         self.compile(
             discriminator_optimizer=optimizer.discriminator_optimizer,
             generator_optimizer=optimizer.generator_optimizer,
+            **settings,
         )
         self.gan_optimizer.loss_scale_factor = optimizer.loss_scale_factor
         if self.built and not self.optimizer.built:
@@ -198,7 +202,8 @@ class AlternatingGAN(GANModel):
             optimizer.apply(gradients, generator_variables)
 
         self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
-        self._loss_tracker.update_state(d_loss + g_loss)
+        # Weighted by batch size, as d_loss and g_loss are (and Keras' `loss` in `evaluate`).
+        self._loss_tracker.update_state(d_loss + g_loss, sample_weight=ops.cast(ops.shape(real_scores)[0], "float32"))
         return self.get_metrics_result()
 
     def get_config(self):

@@ -95,7 +95,8 @@ def value_and_gradients(fn, variables, has_aux=False):
         with torch.enable_grad():
             value, aux = _split_output(fn(), has_aux)
             targets = [variable.value for variable in variables]
-            gradients = list(torch.autograd.grad(value, targets, allow_unused=True, retain_graph=True))
+            # A frozen net has no variables: torch refuses an empty list of inputs.
+            gradients = list(torch.autograd.grad(value, targets, allow_unused=True, retain_graph=True)) if targets else []
     elif backend == "jax":
         import jax
 

@@ -138,3 +138,46 @@ def test_generator_without_gradient_fails_loudly():
         gan.fit(conditions, real, batch_size=BATCH, epochs=1, verbose=0)
     # The model stays usable after the refused step (the JAX trainer detaches the weights).
     assert np.all(np.isfinite(ops.convert_to_numpy(gan.discriminator([conditions, real]))))
+
+
+@pytest.mark.parametrize("part", ["discriminator", "generator"])
+def test_a_frozen_part_trains_with_a_warning(part):
+    """As OneStepGAN does: the other net trains (PyTorch's autograd refuses an empty list of
+    inputs, so the frozen net's gradient is not asked for)."""
+    gan = make_gan()
+    conditions, real = batch()
+    gan(conditions)
+    getattr(gan, part).trainable = False
+    gan.compile()
+    other = gan.generator if part == "discriminator" else gan.discriminator
+    before = [ops.convert_to_numpy(v).copy() for v in other.trainable_variables]
+    with pytest.warns(UserWarning, match=f"The {part} has no trainable weights"):
+        history = gan.fit(conditions, real, batch_size=BATCH, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    assert any(np.any(ops.convert_to_numpy(v) != b) for v, b in zip(other.trainable_variables, before))
+
+
+def test_loss_is_d_loss_plus_g_loss_over_batches_of_unequal_size():
+    """`loss` is weighted by batch size as `d_loss` and `g_loss` are: with batches of 4, 4 and 2
+    the epoch's `loss` is their sum."""
+    gan = onestep_gan.AlternatingGAN(
+        make_generator(4), keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]), latent_dim=4, seed=1,
+    )
+    gan.compile(discriminator_optimizer=keras.optimizers.SGD(0.5), generator_optimizer=keras.optimizers.SGD(0.5))
+    real = np.random.default_rng(1).normal(size=(10, 2)).astype("float32") * 3.0
+    logs = gan.fit(real, batch_size=4, epochs=1, shuffle=False, verbose=0).history
+    assert logs["loss"][0] == pytest.approx(logs["d_loss"][0] + logs["g_loss"][0], rel=1e-5, abs=1e-6)
+
+
+def test_a_loaded_gan_keeps_its_compile_settings(tmp_path):
+    gan = onestep_gan.AlternatingGAN(
+        make_generator(4), keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]), latent_dim=4,
+    )
+    steps = 1 if keras.backend.backend() == "torch" else 2  # PyTorch runs one step per call
+    gan.compile(discriminator_optimizer="adam", generator_optimizer="sgd", steps_per_execution=steps, run_eagerly=True)
+    _, real = batch()
+    gan.fit(real, batch_size=4, epochs=1, verbose=0)
+    gan.save(tmp_path / "alternating.keras")
+    restored = keras.saving.load_model(tmp_path / "alternating.keras")
+    assert restored.steps_per_execution == steps and restored.run_eagerly
+    assert isinstance(restored.generator_optimizer, keras.optimizers.SGD)
