@@ -228,6 +228,8 @@ def test_predicate_placeholder_starting_a_sentence_is_capitalised():
     ("1999.0 (cubicCentimetres)", "1999.0 cubic centimetres"),
     ('"5.0"(litrePer100Kilometres)', "5.0 litres per 100 kilometres"),  # a count after "per": plural
     ("429.9 (inhabitants per square kilometre)", "429.9 inhabitants per square kilometre"),
+    ("12.5 (%)", "12.5 %"),  # a unit with no letters is kept as written, not dropped
+    ("3.0 (m/s)", "3.0 m/s"),
     # "X language": references write "X" 982 times, "X language" 274.
     ("English language", "English"),
     (("English language", "the"), "English language"),  # "the English language" is kept

@@ -632,7 +632,10 @@ def _unit_words(unit):
     "degreeCelsius" -> "degrees Celsius".
     Units already written as words ("inhabitants per square kilometre") are unchanged. (The camelCase
     units belong to categories train lacks, so no train reference shows their form.)"""
-    words = " ".join(split_predicate(word) if not word.isupper() else word for word in unit.split()).split()
+    # A word with other characters than letters and digits ("%", "m/s") is kept as written.
+    words = " ".join(
+        split_predicate(word) if word.isalnum() and not word.isupper() else word for word in unit.split()
+    ).split()
     if "per" in words[1:-1]:
         at = words.index("per", 1)
         if not words[at - 1].endswith("s"):
