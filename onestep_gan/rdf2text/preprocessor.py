@@ -250,10 +250,11 @@ class TextPreprocessor:
         if truncated:
             logger.warning("Truncated %d of %d sequences to the maximum lengths.", truncated, len(examples))
         if unknown:
+            by_number = sorted(unknown, key=lambda token: (token.rstrip("0123456789"), int(token.rsplit("_", 1)[1])))
             logger.warning(
                 "Placeholders the model never saw in training: %s (first in input %s). It cannot write the "
                 "entities or relations they stand for: the text leaves them out.",
-                ", ".join(sorted(unknown, key=lambda token: (token.rstrip("0123456789"), int(token.rsplit("_", 1)[1])))), next(iter(unknown.values())),
+                ", ".join(by_number), next(iter(unknown.values())),
             )
         return examples
 
