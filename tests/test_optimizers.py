@@ -222,7 +222,7 @@ def test_global_clipnorm_per_net_with_gradient_accumulation_is_keras_own():
     keras_optimizer, reference = sgd(), keras.Variable(np.zeros(1, "float32"))
     for gradient in (10.0, 0.0):
         optimizer.apply([np.array([gradient], "float32"), np.array([gradient], "float32")], [g_var, d_var])
-        keras_optimizer.apply([np.array([gradient], "float32")], [reference])
+        keras_optimizer.apply([keras.ops.convert_to_tensor(np.array([gradient], "float32"))], [reference])
     np.testing.assert_allclose(reference.numpy(), [-1.0], rtol=1e-6)  # Keras: the mean 5, clipped to 1
     np.testing.assert_allclose(g_var.numpy(), reference.numpy(), rtol=1e-6)
     np.testing.assert_allclose(d_var.numpy(), reference.numpy(), rtol=1e-6)
