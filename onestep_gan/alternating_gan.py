@@ -94,8 +94,8 @@ class AlternatingGAN(GANModel):
     def compile_from_config(self, config):
         optimizer = _unwrap(keras.saving.deserialize_keras_object(config["optimizer"]))
         # The rest of compile's settings (steps_per_execution, jit_compile, run_eagerly) as saved.
-        settings = {key: value for key, value in config.items() if key not in ("optimizer", "loss", "metrics",
-                                                                                 "weighted_metrics", "loss_weights")}
+        refused = ("optimizer", "loss", "metrics", "weighted_metrics", "loss_weights")
+        settings = {key: value for key, value in config.items() if key not in refused}
         self.compile(
             discriminator_optimizer=optimizer.discriminator_optimizer,
             generator_optimizer=optimizer.generator_optimizer,
@@ -203,7 +203,8 @@ class AlternatingGAN(GANModel):
 
         self.update_gan_metrics(d_loss, g_loss, real_scores, fake_scores)
         # Weighted by batch size, as d_loss and g_loss are (and Keras' `loss` in `evaluate`).
-        self._loss_tracker.update_state(d_loss + g_loss, sample_weight=ops.cast(ops.shape(real_scores)[0], "float32"))
+        batch_size = ops.cast(ops.shape(real_scores)[0], "float32")
+        self._loss_tracker.update_state(d_loss + g_loss, sample_weight=batch_size)
         return self.get_metrics_result()
 
     def get_config(self):

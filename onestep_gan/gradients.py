@@ -95,8 +95,9 @@ def value_and_gradients(fn, variables, has_aux=False):
         with torch.enable_grad():
             value, aux = _split_output(fn(), has_aux)
             targets = [variable.value for variable in variables]
-            # A frozen net has no variables: torch refuses an empty list of inputs.
-            gradients = list(torch.autograd.grad(value, targets, allow_unused=True, retain_graph=True)) if targets else []
+            gradients = []  # a frozen net has no variables, and torch refuses an empty list of inputs
+            if targets:
+                gradients = list(torch.autograd.grad(value, targets, allow_unused=True, retain_graph=True))
     elif backend == "jax":
         import jax
 

@@ -101,10 +101,12 @@ def parse_triple_sets(lines):
                     f"by ' ; '. Received: {text.strip()!r}"
                 )
             subject, predicate, object_ = parts
-            empty = [name for name, written in (
-                ("subject", preprocessing.normalise_entity(subject)), ("predicate", preprocessing.split_predicate(predicate)),
-                ("object", preprocessing.normalise_entity(object_)),
-            ) if not written.strip()]
+            written = {
+                "subject": preprocessing.normalise_entity(subject),
+                "predicate": preprocessing.split_predicate(predicate),
+                "object": preprocessing.normalise_entity(object_),
+            }
+            empty = [name for name, words in written.items() if not words.strip()]
             if empty:  # "_", '""', "!!": nothing a text could state
                 raise ValueError(
                     f"Line {line_number}: expected letters or digits in the {' and '.join(empty)}. "

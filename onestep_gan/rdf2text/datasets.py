@@ -369,8 +369,9 @@ def source_batches(examples, batch_size, pad_id, length_multiple=SOURCE_LENGTH_M
 
     Every batch is `(batch_size, L)` int32 with `L` a multiple of `length_multiple`, or
     `max_length` (the model's `max_source_length`, which its position embedding cannot pass)
-    where that is smaller; the last batch is filled up with all-PAD rows. Yields `(source_ids, indices)` where `indices` are the
-    positions in `examples` of the real rows (the first `len(indices)` rows).
+    where that is smaller; the last batch is filled up with all-PAD rows. Yields `(source_ids,
+    indices)` where `indices` are the positions in `examples` of the real rows (the first
+    `len(indices)` rows).
     """
     if batch_size < 1:
         raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}")
