@@ -128,6 +128,8 @@ class GANOptimizer(keras.optimizers.Optimizer):
       the G:D ratio, also for an explicit `generator_optimizer`.
     - `optimizers` lists `[generator_optimizer, discriminator_optimizer]`, which is
       what `keras.callbacks.SwapEMAWeights` reads.
+    - `iterations` counts the steps applied, also while G or D is frozen (each inner
+      optimizer counts only its own net's steps).
 
     `OneStepGAN.compile` tells the optimizer which variables belong to G
     (`assign_generator_variables`); every other variable is D's.
@@ -294,6 +296,8 @@ class GANOptimizer(keras.optimizers.Optimizer):
             self.generator_optimizer.apply(grads[:count], generator_variables)
         if discriminator_variables:
             self.discriminator_optimizer.apply(grads[count:], discriminator_variables)
+        # Its own count of steps: an inner optimizer's stays at 0 while its net is frozen.
+        self._iterations.assign_add(1)
 
     def _clip_by_joint_norm(self, grads):
         present = [g for g in grads if g is not None]
@@ -348,10 +352,6 @@ class GANOptimizer(keras.optimizers.Optimizer):
         """Excludes variables from weight decay in both inner optimizers."""
         for optimizer in self.optimizers:
             optimizer.exclude_from_weight_decay(var_list=var_list, var_names=var_names)
-
-    @property
-    def iterations(self):
-        return self.discriminator_optimizer.iterations
 
     @property
     def learning_rate(self):

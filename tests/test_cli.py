@@ -407,3 +407,28 @@ def test_template_fallback_example_applies_the_fallback_to_a_runs_outputs(traine
     assert [record["text"] for record in records] == expected
     flagged = sum(record["fallback"] for record in records)
     assert flagged and f"test all: {flagged} of {len(entries)} outputs flagged" in capsys.readouterr().out
+
+
+def test_generate_says_when_a_run_without_an_aligner_cannot_rerank(trained_run, tmp_path, monkeypatch, capsys, caplog):
+    """Reranking is on by default; a run saved without `aligner.json` decodes without it, and says
+    so (and how to get it) instead of silently giving other outputs than the run's reports."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    (run / "aligner.json").unlink()
+
+    def generate(*flags):
+        caplog.clear()
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"Alan_Bean | birthPlace | Wheeler,_Texas\n")))
+        with caplog.at_level("WARNING", logger="onestep_gan.rdf2text.cli"):
+            assert cli.main(["generate", "--run-dir", str(run), "--decode-method", "beam", "--beam-width", "2", *flags]) == 0
+        assert len(capsys.readouterr().out.splitlines()) == 1
+        return [record.getMessage() for record in caplog.records if record.name == "onestep_gan.rdf2text.cli"]
+
+    (message,) = generate("--rerank")
+    assert f"{run}" in message and "aligner.json" in message and "not reranked" in message
+    assert "onestep-gan decode" in message and "--no-rerank" in message
+    assert generate("--no-rerank") == []
+    shutil.copy(trained_run / "aligner.json", run / "aligner.json")
+    assert generate("--rerank") == []

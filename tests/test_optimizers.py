@@ -1,5 +1,7 @@
 """GANOptimizer: a G:D learning-rate ratio that holds under Adam, where lam does not."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -234,3 +236,20 @@ def test_swap_ema_weights_callback():
     gan.fit(conditions, real, batch_size=4, epochs=2, verbose=0,
             validation_data=(conditions, real), callbacks=[keras.callbacks.SwapEMAWeights()])
     assert len(optimizer.optimizers) == 2 and all(o.use_ema for o in optimizer.optimizers)
+
+
+@pytest.mark.parametrize("frozen", ["discriminator", "generator", None])
+def test_iterations_count_the_steps_whichever_net_is_frozen(frozen):
+    """`optimizer.iterations` (read by TensorBoard, schedules, callbacks) counts the training steps,
+    also when D is frozen and D's inner optimizer never steps."""
+    gan = onestep_gan.OneStepGAN(make_generator(), make_conditional_discriminator())
+    conditions, real = batch()
+    gan(conditions)
+    if frozen:
+        getattr(gan, frozen).trainable = False
+    gan.compile(optimizer=onestep_gan.GANOptimizer(keras.optimizers.Adam(1e-3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the frozen net's warning
+        for _ in range(3):
+            gan.train_on_batch(conditions, real)
+    assert int(keras.ops.convert_to_numpy(gan.optimizer.iterations)) == 3

@@ -419,6 +419,18 @@ def test_relexicalise_does_not_double_a_word_at_an_entity_boundary():
     # Two entities side by side keep all their words.
     assert relexicalise(["ENT_6", "ENT_7"], {"ENT_6": "Fort Worth", "ENT_7": "Worth Texas"}) == [
         "Fort", "Worth", "Worth", "Texas"]
+    # A name whose edge word is a preposition, verb or conjunction keeps the model's word beside it:
+    # only an article or a word of the name's kind ("season", "league") is the model's echo of the name.
+    entity_map = {"ENT_1": "Colin Farrell", "ENT_2": "In Bruges", "ENT_3": "Love Is", "ENT_4": "Of Mice and Men",
+                  "ENT_5": "Tony Award for Best Play", "ENT_6": "Born to Run"}
+    tokens = ["ENT_1", "starred", "in", "ENT_2", "and", "ENT_3", "is", "a", "song", "."]
+    assert detokenize(relexicalise(tokens, entity_map)) == "Colin Farrell starred in In Bruges and Love Is is a song."
+    assert detokenize(relexicalise(["the", "author", "of", "ENT_4", "won", "the", "ENT_5", "for", "ENT_6"],
+                                   entity_map)) == (
+        "the author of Of Mice and Men won the Tony Award for Best Play for Born to Run")
+    assert detokenize(relexicalise(["The", "ENT_7", "and", "a", "ENT_8", "."],
+                                   {"ENT_7": "The Hague", "ENT_8": "A Long Long Way"})) == (
+        "The Hague and A Long Long Way.")
 
 
 def test_relexicalise_writes_one_period_after_a_value_that_ends_with_one():

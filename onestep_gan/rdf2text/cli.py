@@ -43,6 +43,8 @@ from onestep_gan.rdf2text.config import (  # noqa: E402
 )
 from onestep_gan.rdf2text.templates import UNFAITHFUL  # noqa: E402
 
+logger = logging.getLogger(__name__)
+
 TRIPLE_SET_SEPARATOR = " ; "
 TRIPLE_PART_SEPARATOR = " | "
 _DATA_DIR_DEFAULT = "(default: $WEBNLG_DIR, else the pinned corpus, downloaded once into the Keras cache)"
@@ -225,6 +227,12 @@ def _generate(args):
     model, preprocessor, config = load_run(args.run_dir)
     config = dataclasses.replace(config, **_decoding_overrides(args))
     aligner = load_aligner(args.run_dir) if config.rerank and config.decode_method == "beam" else None
+    if config.rerank and config.decode_method == "beam" and aligner is None:
+        logger.warning(
+            "%s has no aligner.json: its beam candidates are not reranked by slot errors, so the texts may "
+            "differ from the run's reports. `onestep-gan decode --run-dir %s` writes it (from the train split); "
+            "--no-rerank decodes without it and without this warning.", args.run_dir, args.run_dir,
+        )
     wanted = [triples for triples in triple_sets if triples is not None]
     discriminator = load_discriminator(args.run_dir) if config.rerank_discriminator_weight > 0 else None
     # as the run decoded dev and test

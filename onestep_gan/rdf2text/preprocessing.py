@@ -311,7 +311,8 @@ def relexicalise(tokens, entity_map, predicate_map=None):
     (`predicate_map`); placeholders not in the maps are dropped, and so is a ")" that closes
     nothing. A word doubled at a placeholder's edge is written once, the value's form kept: "the
     ENT_1" with "The Star-Spangled Banner" -> "The Star-Spangled Banner", "ENT_2 season" with "2011
-    PDL season" -> "2011 PDL season" (`relexicalise_predicates` does the same for predicates); a
+    PDL season" -> "2011 PDL season" (`relexicalise_predicates` does the same for predicates), but a
+    preposition, verb or conjunction stays ("starred in ENT_2" with "In Bruges"; `_echoes_name`); a
     sentence that ends with a value's period ("plays for Chelsea F.C.") gets no second one; a value
     whose tokens would detokenise with other spacing is written as given (`_value_tokens`)."""
     output = []
@@ -323,12 +324,12 @@ def relexicalise(tokens, entity_map, predicate_map=None):
             # references end a text with "F.C.", "D.C.", "Jr." 271 times and with a second period 10
             # times; inside a text "D.C." starts the next word 28 times and "D.C.." once.
             value_period = token == "." == entity_end
-            if not _same_word(token, entity_end) and not value_period:
+            if not _echoes_name(token, entity_end) and not value_period:
                 output.append(token)
             entity_end = None
         elif token in entity_map:
             words = _value_tokens(write_out(entity_map[token], output[-1] if output else None))
-            if words and output and entity_end is None and _same_word(words[0], output[-1]):
+            if words and output and entity_end is None and _echoes_name(output[-1], words[0]):
                 output.pop()  # the model's word, never another entity's
             _fit_article_before(output, words)
             _fit_preposition_before(output, words)
@@ -564,6 +565,26 @@ def _wants_possessive(output, words, following):
         and words[0].lower() not in PREPOSITIONS  # "in office while prime minister"
         and predicate_shape([word.lower() for word in words]) == "noun"
     )
+
+
+# Words that are a name's own when it starts or ends with them ("In Bruges", "Love Is", "Of Mice and
+# Men") and the model's own beside it: "starred in In Bruges", "Love Is is a song".
+_FUNCTION_WORDS = frozenset("""
+    about above across after against along among around as at before behind below beneath beside between beyond
+    by down during for from in inside into near of off on onto out outside over since than through to toward towards
+    under until up upon with within without
+    am are be been being can could did do does had has have is may might must shall should was were will would
+    and but because if nor or so that when where whether which while who whom whose yet
+    he her his it its she their them they this those these we you
+""".split())
+
+
+def _echoes_name(word, name_word):
+    """Whether the model's `word` beside an entity only repeats the name's edge word `name_word`,
+    and is written once: an article ("the ENT_1" with "The Star-Spangled Banner") or a word of the
+    name's kind ("ENT_2 season" with "2011 PDL season"); not a preposition, verb or conjunction,
+    which the sentence needs beside the name ("starred in" In Bruges)."""
+    return _same_word(word, name_word) and word.lower() not in _FUNCTION_WORDS
 
 
 def _same_word(word, other):
