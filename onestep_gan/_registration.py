@@ -3,7 +3,9 @@
 `import onestep_gan` (and `onestep_gan.rdf2text`) must not import Keras and TensorFlow (so that
 `onestep-gan --help` is fast), yet `keras.saving.load_model` must find our classes. So a package
 registers its modules now if Keras is already imported, else right after Keras is imported (a
-one-shot import hook). Code that loads models calls the package's register function itself too.
+one-shot import hook). A module the hook cannot import yet, because the module of ours that imported
+Keras is only half initialised, is imported when that module ends (`import_pending`). Code that loads
+models calls the package's register function itself too.
 """
 
 import importlib
@@ -25,17 +27,30 @@ def register_when_keras_loads(modules):
     finder.modules.extend(modules)
 
 
+_pending = []  # modules a half-initialised module of ours kept from importing
+
+
 def _import_all(modules):
     for module in modules:
         try:
             importlib.import_module(module)
         except ImportError:
-            # Keras was imported by one of our own modules that these modules need (importing
-            # `onestep_gan.rdf2text.layers` first): that module is only half initialised, so
-            # they cannot be imported yet. They register when they are first imported; every
-            # loader of ours calls its package's register function first.
+            # Keras was imported by one of our own modules that these modules need (touching
+            # `onestep_gan.GANOptimizer` first): that module is only half initialised, so they
+            # cannot be imported yet. They are kept for `import_pending`, which the modules others
+            # import names from call last; every loader of ours calls its package's register
+            # function first too.
             if not _initialising_module_of(module.split(".")[0]):
                 raise
+            _pending.append(module)
+
+
+def import_pending():
+    """Imports the modules kept back while a module of ours was half initialised. Called at the
+    end of each module whose names other modules of ours import (`from ... import GANModel`)."""
+    modules = list(dict.fromkeys(_pending))
+    _pending.clear()
+    _import_all(modules)
 
 
 def _initialising_module_of(package):

@@ -25,6 +25,7 @@ import keras
 from keras import ops
 from keras import tree
 
+from onestep_gan import _registration
 from onestep_gan import distribute
 from onestep_gan import gradients as gradients_lib
 from onestep_gan import losses as losses_lib
@@ -479,3 +480,7 @@ class GANModel(keras.Model):
                 config[key], custom_objects=custom_objects
             )
         return cls(**config)
+
+
+# Last: if Keras was first imported from here, the modules that import this one's names register now.
+_registration.import_pending()

@@ -29,6 +29,7 @@ import numbers
 import keras
 from keras import ops
 
+from onestep_gan import _registration
 from onestep_gan.gan_model import check_number
 
 
@@ -400,3 +401,7 @@ class GANOptimizer(keras.optimizers.Optimizer):
         optimizer = cls(**config)
         optimizer.generator_learning_rate_ratio = ratio
         return optimizer
+
+
+# Last: if Keras was first imported from here, the modules that import this one's names register now.
+_registration.import_pending()
