@@ -2,6 +2,7 @@
 
 import logging
 import math
+import warnings
 
 import keras
 
@@ -15,20 +16,22 @@ class TrainingDivergedError(RuntimeError):
 class TerminateOnDivergence(keras.callbacks.Callback):
     """Stops training when a loss becomes non-finite or explodes, and says so.
 
-    Unlike `keras.callbacks.TerminateOnNaN`, it also catches a loss that grows
-    past `max_loss`, and it raises `TrainingDivergedError` at the end of `fit`
-    (in its `on_train_end`), naming the epoch, the batch and the value,
-    so a script cannot mistake a diverged run for a finished one. Weights saved
-    by `ModelCheckpoint` before the divergence are left untouched. Keras calls
-    `on_train_end` in list order and the error ends that loop: put this callback
-    last in `callbacks`, so that the others finish (a `CSVLogger` closes its file).
+    Unlike `keras.callbacks.TerminateOnNaN`, it also catches a loss that grows past `max_loss`
+    and a validation loss, and it raises `TrainingDivergedError` naming the epoch, the batch and
+    the value, so a script cannot mistake a diverged run for a finished one.
+
+    A training key (`"loss"`, `"d_loss"`) is checked after every batch, and the error is raised
+    there, before Keras ends the epoch: `ModelCheckpoint` does not save the diverged weights
+    over the last good ones and `BackupAndRestore` keeps its backup, wherever this callback is
+    in the list. A `val_` key is checked at epoch end, in list order: put the callback before
+    the checkpointing ones. A key that never appears in the logs is named in a warning.
 
     Args:
-        monitor: the log key to watch, e.g. `"loss"` or `"d_loss"`.
+        monitor: the log key to watch, e.g. `"loss"`, `"d_loss"` or `"val_loss"`.
         max_loss: a finite value above which the loss counts as exploded
             (`None`: only NaN and infinity count).
-        raise_error: raise `TrainingDivergedError` at train end (default), or
-            only stop training and log an error.
+        raise_error: raise `TrainingDivergedError` (default), or only stop training and log
+            an error (Keras then ends the epoch: its checkpoints hold the diverged weights).
     """
 
     def __init__(self, monitor="loss", max_loss=None, raise_error=True):
@@ -40,35 +43,52 @@ class TerminateOnDivergence(keras.callbacks.Callback):
         self.raise_error = raise_error
         self.diverged = None
         self._epoch = 0
+        self._seen = False
 
     def on_train_begin(self, logs=None):
         self.diverged = None
+        self._seen = False
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
 
     def on_train_batch_end(self, batch, logs=None):
+        self._check(logs, batch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.diverged is None:
+            self._check(logs, None)
+        if not self._seen and logs:
+            self._seen = True  # warn once
+            warnings.warn(
+                f"TerminateOnDivergence: monitor={self.monitor!r} is not in the logs (available: "
+                f"{', '.join(sorted(logs))}); nothing is watched.",
+                stacklevel=2,
+            )
+
+    def _check(self, logs, batch):
         if not logs or self.monitor not in logs:
             return
+        self._seen = True
         value = float(logs[self.monitor])
         exploded = self.max_loss is not None and value > self.max_loss
         if math.isfinite(value) and not exploded:
             return
         self.diverged = {"epoch": self._epoch, "batch": batch, "monitor": self.monitor, "value": value}
         self.model.stop_training = True
+        if self.raise_error:
+            raise TrainingDivergedError(self.message())
         logger.error("Training diverged: %s", self.message())
 
     def message(self):
         if self.diverged is None:
             return "training did not diverge"
         limit = f" (limit {self.max_loss})" if self.max_loss is not None else ""
+        where = f"epoch {self.diverged['epoch'] + 1}"
+        if self.diverged["batch"] is not None:
+            where += f", batch {self.diverged['batch'] + 1}"
         return (
-            f"{self.diverged['monitor']}={self.diverged['value']}{limit} at epoch "
-            f"{self.diverged['epoch'] + 1}, batch {self.diverged['batch'] + 1}. Training was stopped; "
+            f"{self.diverged['monitor']}={self.diverged['value']}{limit} at {where}. Training was stopped; "
             "weights saved by earlier checkpoints are kept. Lower the learning rate or lam, or "
             "clip gradients (clipnorm on the optimizer)."
         )
-
-    def on_train_end(self, logs=None):
-        if self.diverged is not None and self.raise_error:
-            raise TrainingDivergedError(self.message())

@@ -344,9 +344,9 @@ def build_one_step_gan(config, sampler, discriminator, hard_negatives=None):
 class SaveGANParts(keras.callbacks.Callback):
     """Saves the generator and discriminator as `.keras` files at every epoch end (atomically).
 
-    Keras still ends the epoch when a callback stops training mid-epoch; if `divergence`
-    (a `TerminateOnDivergence`) has fired, nothing is saved, so the files keep the last
-    good epoch.
+    A `TerminateOnDivergence` that raises stops `fit` before the epoch ends; one that only stops
+    training (`raise_error=False`) lets Keras end the epoch, and then, if `divergence` has fired,
+    nothing is saved: either way the files keep the last good epoch.
     """
 
     def __init__(self, run_dir, transformer, discriminator, divergence=None):
