@@ -50,13 +50,15 @@ def replica_id():
 class ReplicaSeedGenerator(keras.random.SeedGenerator):
     """A `SeedGenerator` whose seeds differ across replicas of one step.
 
-    On one device it draws exactly what `keras.random.SeedGenerator` draws.
+    On one device (and on replica 0) it draws exactly what `keras.random.SeedGenerator` draws;
+    replica r's seeds are `[seed + r * REPLICA_STRIDE, counter]`. The offset goes on the seed, not
+    on the counter: there, replica 0 would draw replica 1's noise after `REPLICA_STRIDE` draws.
     """
 
-    # A large odd stride keeps replica streams apart from the counter's own steps.
+    # A large odd stride keeps one replica's seed away from the seeds users pick (0, 42, 1234).
     REPLICA_STRIDE = 1_000_003
 
     def next(self, ordered=True):
         seed = super().next(ordered=ordered)
         offset = ops.cast(replica_id(), seed.dtype) * self.REPLICA_STRIDE
-        return seed + ops.stack([ops.zeros_like(offset), offset])
+        return seed + ops.stack([offset, ops.zeros_like(offset)])

@@ -65,6 +65,15 @@ SCRIPT = textwrap.dedent(
     local = [t.numpy() for t in strategy.experimental_local_results(noise)]
     results["replicas"] = len(local)
     results["noise_difference"] = float(np.max(np.abs(local[0] - local[1])))
+
+    # Replica streams never meet: replica 0's seed after a stride of draws is not replica 1's first.
+    with strategy.scope():
+        seeds = onestep_gan.ReplicaSeedGenerator(7)
+    draw = tf.function(lambda: seeds.next())
+    first = [t.numpy().tolist() for t in strategy.experimental_local_results(strategy.run(draw))]
+    seeds.state.assign([7, onestep_gan.ReplicaSeedGenerator.REPLICA_STRIDE])
+    later = [t.numpy().tolist() for t in strategy.experimental_local_results(strategy.run(draw))]
+    results["first_seeds"], results["later_seeds"] = first, later
     print("RESULT" + json.dumps(results))
     """
 )
@@ -95,3 +104,13 @@ def test_mirrored_fit_matches_one_device(mirrored_results, optimizer):
 def test_replicas_draw_different_noise(mirrored_results):
     assert mirrored_results["replicas"] == 2
     assert mirrored_results["noise_difference"] > 0.1
+
+
+def test_replica_seed_streams_never_meet(mirrored_results):
+    """Replica r's seeds are replica 0's stream moved by r strides of the seed, not of the counter (a
+    counter offset made replica 0 draw replica 1's noise after 1,000,003 draws); replica 0 draws what a
+    plain `SeedGenerator` draws."""
+    first, later = mirrored_results["first_seeds"], mirrored_results["later_seeds"]
+    assert first[0] == [7, 0] and first[1] != first[0]
+    seen = {tuple(seed) for seed in first}
+    assert not any(tuple(seed) in seen for seed in later), (first, later)
