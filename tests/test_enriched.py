@@ -101,6 +101,10 @@ def test_errors_name_what_is_missing_or_malformed(tmp_path, enriched_dir, monkey
     bad.write_text("<benchmark>\n<entries>\n<entry>\n</benchmark>\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"Bad\.xml: line 4: not well-formed XML"):
         enriched.load_mentions("train", enriched_dir)
+    bad.unlink()
+    (enriched_dir / "train" / "2triples" / "Odd.xml").mkdir()  # a folder where a file was expected
+    with pytest.raises(ValueError, match=r"Odd\.xml: cannot be read \(IsADirectoryError"):
+        enriched.load_mentions("train", enriched_dir)
 
 
 def test_the_mle_job_trains_on_references_delexicalised_with_the_mentions(tmp_path, monkeypatch):

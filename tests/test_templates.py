@@ -42,6 +42,10 @@ def triples(line):
      "Alhambra | topSpeed | 18.52",
      "The city served by Abilene Regional Airport is Abilene, Texas. The ship ordered of A-Rosa Luna is "
      "22 January 2004. The top speed of Alhambra is 18.52."),
+    # typed literals (DBpedia's `"1950"^^xsd:gYear`) read as their values: a year takes "in", a date "on"
+    ("A_B | established | \"1950\"^^xsd:gYear ; C_D | discovered | \"2001-03-01\"^^xsd:date ; "
+     "E_F | awards | \"12\"^^xsd:integer",
+     "A B was established in 1950. C D was discovered on 1 March 2001. The awards of E F are 12."),
     # the same object twice under one relation is written once
     ("Ajoblanco | ingredient | Garlic ; Ajoblanco | ingredient | Garlic",
      "The ingredient of Ajoblanco is Garlic."),

@@ -83,6 +83,18 @@ def test_malformed_xml_names_file_and_line(tmp_path):
         parse_webnlg_xml(path)
 
 
+def test_a_file_that_cannot_be_read_is_named(tmp_path, monkeypatch):
+    path = tmp_path / "locked.xml"
+    path.write_text("<benchmark/>\n")
+
+    def refuse(source, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(source))
+
+    monkeypatch.setattr("xml.etree.ElementTree.parse", refuse)  # as for a file the user may not read
+    with pytest.raises(ValueError, match=r"locked\.xml: cannot be read \(PermissionError: .*Permission denied"):
+        parse_webnlg_xml(path)
+
+
 def test_bad_triple_and_empty_tripleset(tmp_path):
     path = _write(tmp_path / "t.xml", _entry(["A | b"], eid="Id7"))
     with pytest.raises(ValueError, match=r"Id7 in .*t\.xml.*three non-empty parts.*'A \| b'"):

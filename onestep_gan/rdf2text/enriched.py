@@ -110,11 +110,14 @@ def _split_files(split, enriched_dir):
 
 
 def _parse(path):
-    """The root element of `path`; a `ValueError` naming the file and line if it is not XML."""
+    """The root element of `path`; a `ValueError` naming the file (and line) if it is not XML or
+    cannot be read."""
     try:
         return ET.parse(path).getroot()
     except ET.ParseError as error:
         raise ValueError(f"{path}: line {error.position[0]}: not well-formed XML ({error}).") from None
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({type(error).__name__}: {error.strerror or error}).") from None
 
 
 def is_plausible_mention(entity, surface):

@@ -43,8 +43,9 @@ def relation_shape(predicate):
 
 
 def _time_preposition(value):
-    """"on" before a date (ISO `1969-07-20`), "in" before a year, None before anything else."""
-    value = value.strip('"')
+    """"on" before a date (ISO `1969-07-20`), "in" before a year, None before anything else; a typed
+    literal (`"1950"^^xsd:gYear`) by its value."""
+    value = preprocessing.normalise_entity(value)
     if preprocessing._ISO_DATE_PATTERN.match(value):  # the dates the relexicaliser writes out
         return "on"
     return "in" if _YEAR.match(value) else None
@@ -104,7 +105,7 @@ def template_tokens(triples):
             verb, preposition = _noun_relation(words)
             if preposition == "by" and time:  # "The ship ordered of A-Rosa Luna": a date, not a doer
                 preposition = "of"
-            value = objects[0].strip('"')
+            value = preprocessing.normalise_entity(objects[0])
             if verb == "are" and len(objects) == 1 and not value[:1].isdigit() and "," not in value:
                 # one of several: "One of the awards of Alan Shepard is Distinguished Service Medal"
                 tokens += ["One", "of", "the", predicate_token, preposition, subject_token, "is", *listed, "."]

@@ -285,6 +285,8 @@ def _parse_file(path, split_name, require_text):
         raise ValueError(
             f"Malformed WebNLG XML in {path} at line {line}, column {column}: {error}"
         ) from error
+    except OSError as error:
+        raise ValueError(f"{path}: cannot be read ({type(error).__name__}: {error.strerror or error}).") from None
     root = tree.getroot()
     if root.tag != "benchmark":
         raise ValueError(
