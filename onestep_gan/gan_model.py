@@ -344,6 +344,7 @@ class GANModel(keras.Model):
         squared_norm = sum(
             ops.sum(ops.square(ops.reshape(ops.cast(g, "float32"), (batch_size, -1))), axis=1)
             for g in gradients
+            if g is not None  # a part of the sample D does not read
         )
         return ops.mean(ops.square(ops.sqrt(squared_norm + 1e-12) - 1.0))
 

@@ -79,8 +79,9 @@ def _split_output(output, has_aux):
 
 def value_and_gradients(fn, variables, has_aux=False):
     """Runs `fn()` and returns `(value, gradients)`: the gradients of its scalar value with
-    respect to the Keras `variables` (a list). With `has_aux`, `fn` returns `(value, aux)` and
-    the result is `((value, aux), gradients)`; `aux` may hold any tensors."""
+    respect to the Keras `variables` (a list): None for a variable the value does not reach (zeros
+    on JAX). With `has_aux`, `fn` returns `(value, aux)` and the result is `((value, aux),
+    gradients)`; `aux` may hold any tensors."""
     variables = list(variables)
     backend = keras.backend.backend()
     if backend == "tensorflow":
@@ -95,8 +96,10 @@ def value_and_gradients(fn, variables, has_aux=False):
         with torch.enable_grad():
             value, aux = _split_output(fn(), has_aux)
             targets = [variable.value for variable in variables]
-            gradients = []  # a frozen net has no variables, and torch refuses an empty list of inputs
-            if targets:
+            # A frozen net has no variables, and torch refuses an empty list of inputs; a value
+            # that reaches no variable has no graph: None for each, as TensorFlow gives.
+            gradients = [None] * len(targets)
+            if targets and value.requires_grad:
                 gradients = list(torch.autograd.grad(value, targets, allow_unused=True, retain_graph=True))
     elif backend == "jax":
         import jax
@@ -130,7 +133,8 @@ def value_and_gradients(fn, variables, has_aux=False):
 
 def input_gradients(fn, inputs, create_graph=True):
     """The gradients of the scalar `fn(inputs)` with respect to `inputs` (a list of float
-    tensors), differentiable again (for a penalty in a loss) when `create_graph`.
+    tensors), differentiable again (for a penalty in a loss) when `create_graph`: None for an
+    input the value does not reach (zeros on JAX).
 
     On JAX the function may touch Keras variables (a model call): their updates are kept, as
     for `value_and_gradients`.

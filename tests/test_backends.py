@@ -108,3 +108,42 @@ def test_import_onestep_gan_is_enough_to_load_a_saved_gan(keras_first, tmp_path)
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     assert completed.stdout.strip().splitlines()[-1:] == ["OneStepGAN"], completed.stderr[-2000:]
+
+
+def test_a_value_that_does_not_depend_on_the_variables_or_inputs_has_no_gradient():
+    """On every backend: None (JAX: zeros) for a variable or input the value does not reach, where
+    PyTorch raised "element 0 of tensors does not require grad"."""
+    from keras import ops
+
+    from onestep_gan import gradients
+
+    variable = keras.Variable(np.ones((2,), "float32"))
+    _, (grad,) = gradients.value_and_gradients(lambda: ops.convert_to_tensor(3.0), [variable])
+    assert grad is None or not np.any(to_numpy(grad))
+    used, unused = ops.ones((2, 3)), ops.ones((2, 2))
+    grads = gradients.input_gradients(lambda leaves: ops.sum(ops.square(leaves[0])), [used, unused])
+    np.testing.assert_allclose(to_numpy(grads[0]), 2 * np.ones((2, 3)))
+    assert grads[1] is None or not np.any(to_numpy(grads[1]))
+
+
+def test_the_gradient_penalty_skips_a_sample_part_the_critic_does_not_read():
+    """A WGAN-GP critic of (x, extra) samples that reads x only: the penalty is x's, where TensorFlow
+    and PyTorch failed on the unused part's missing gradient."""
+    from keras import ops
+
+    class FirstPartCritic(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(1)
+
+        def call(self, sample):
+            return self.dense(sample[0])
+
+    critic = FirstPartCritic()
+    real = (ops.ones((4, 2)), ops.ones((4, 3)))
+    critic(real)
+    critic.dense.kernel.assign(np.array([[3.0], [4.0]], "float32"))  # ||w|| = 5
+    generator = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2)])
+    gan = onestep_gan.OneStepGAN(generator, critic, loss="wasserstein", latent_dim=2, gradient_penalty_weight=1.0)
+    fake = (ops.zeros((4, 2)), ops.zeros((4, 3)))
+    assert float(gan.gradient_penalty(None, real, fake)) == pytest.approx(16.0, rel=1e-5)  # (5 - 1)^2
