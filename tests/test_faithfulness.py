@@ -298,7 +298,8 @@ def test_real_corpus_references_and_the_issue_example(webnlg_path):
     hypotheses = [text for entry in dev for text in entry.texts]
     entries = [entry for entry in dev for _ in entry.texts]
     scores = slot_error_scores(aligner, hypotheses, entries)
-    assert (scores["count"], scores["triples"], scores["missing"], scores["wrong"]) == (2268, 6803, 366, 95)
+    # 370 missing: 3 of them references that misspell a number ("7877110" for 78771100), read as the wrong number
+    assert (scores["count"], scores["triples"], scores["missing"], scores["wrong"]) == (2268, 6803, 370, 95)
     triples = (
         Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas"),
         Triple("Alan_Bean", "occupation", "Test_pilot"),

@@ -7,11 +7,17 @@ def test_ordinal_days_next_to_a_month_become_cardinals_and_other_ordinals_stay()
     assert mentions.normalise_ordinal_days("born on 30th of March 1950") == "born on 30 March 1950"
     assert mentions.normalise_ordinal_days("born on March 30th, 1950") == "born on March 30, 1950"
     assert mentions.normalise_ordinal_days("lives on 23rd Street") == "lives on 23rd Street"
+    assert mentions.normalise_ordinal_days("on 3rd Mar. 2001, 30th of Sept. and Jan 5th") == "on 3 Mar. 2001, 30 Sept. and Jan 5"
+    # Words that start like a month are not months.
+    text = "the 55th Mayor of Chicago, the 1st Marine Division, the 2nd Junior League and the 3rd Decade"
+    assert mentions.normalise_ordinal_days(text) == text
 
 
 def test_loose_forms_of_names_numbers_and_countries():
-    assert mentions.loose_forms("Alan Shepard") == ["Shepard"]
-    assert mentions.loose_forms("Felipe VI of Spain") == ["Felipe VI"]
+    # A surname is a name form (matched only capitalised), not a loose form.
+    assert mentions.loose_forms("Alan Shepard") == [] and mentions.name_forms("Alan Shepard") == ["Shepard"]
+    assert mentions.name_forms("New York City") == ["City"] and mentions.name_forms("Texas") == []
+    assert mentions.loose_forms("Felipe VI of Spain") == ["Felipe VI"] and mentions.name_forms("Felipe VI of Spain") == []
     assert mentions.loose_forms("Airman (comicsCharacter)") == ["Airman", "Airmans"]
     assert mentions.loose_forms("1147.0") == ["1147", "1,147"]
     assert mentions.loose_forms("2.5") == ["2.50"]  # forms equal to the entity are left out
@@ -32,6 +38,21 @@ def test_replace_loose_forms_finds_demonyms_and_misspellings_and_keeps_found_ent
         ["Ottoman", "army", "soldiers", "in", "the", "Battle", "of", "Baku", "."],
         {"ENT_1": "Ottoman Army soldiers killed in the Battle of Baku"},
     ) == ["ENT_1", "."]
+    # A number is equal or another number: 1778.0 is no misspelling of 1773.0 (its loose forms still count).
+    assert mentions.replace_loose_forms(["of", "1778.0", "."], {"ENT_1": "1773.0"}) == ["of", "1778.0", "."]
+    assert mentions.replace_loose_forms(["of", "441093000.0", "km"], {"ENT_1": "441092000.0 (kilometres)"}) == [
+        "of", "441093000.0", "km"]
+    assert mentions.replace_loose_forms(["of", "1,773", "metres"], {"ENT_1": "1773.0"}) == ["of", "ENT_1", "metres"]
+    # Name forms count only where the text writes them capitalised: "the city" does not name New York City.
+    assert mentions.replace_loose_forms(["in", "the", "city", "."], {"ENT_1": "New York City"}) == ["in", "the", "city", "."]
+    assert mentions.replace_loose_forms(["in", "a", "league"], {"ENT_1": "Premier League"}) == ["in", "a", "league"]
+    assert mentions.replace_loose_forms(["shepard", "flew", "."], {"ENT_1": "Alan Shepard"}) == ["shepard", "flew", "."]
+    assert mentions.replace_loose_forms(["Shepard", "flew", "."], {"ENT_1": "Alan Shepard"}) == ["ENT_1", "flew", "."]
+    # A title's head is a loose form, any case ("the prime minister" for Prime_Minister_of_Romania); a
+    # number may carry its unit glued on.
+    assert mentions.replace_loose_forms(["the", "prime", "minister"], {"ENT_1": "Prime Minister of Romania"}) == [
+        "the", "ENT_1"]
+    assert mentions.replace_loose_forms(["is", "-3.3528m", "high"], {"ENT_1": "-3.3528"}) == ["is", "ENT_1", "high"]
     # An entity already found is not looked for again; one with no loose form stays missing.
     assert mentions.replace_loose_forms(["ENT_1", "is", "here"], {"ENT_1": "Texas"}) == ["ENT_1", "is", "here"]
     assert mentions.replace_loose_forms(["nothing", "here"], {"ENT_1": "Texas"}) == ["nothing", "here"]

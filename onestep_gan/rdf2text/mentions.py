@@ -9,7 +9,8 @@ fallbacks; this module supplies the looser forms tried after those:
 - `normalise_ordinal_days`: "30th March" -> "30 March", "March 30th" -> "March 30".
 - `loose_forms(entity)`: the name without its parenthesis, numbers with or without decimals /
   thousands separators, country demonyms, "Hardcover" = "hardback", the head before " of " /
-  " in ", plurals and singulars, a surname alone.
+  " in ", plurals and singulars; `name_forms(entity)`: a surname alone, matched only where the
+  text writes it capitalised.
 - `replace_loose_forms(tokens, entity_map)`: those forms of the entities not yet found become
   their placeholders; last, one-typo spellings and 3/4 of the words of a long literal in order.
 - The gazetteer (`usable_gazetteer`, `gazetteer_index`, `gazetteer_mentions`): known entities of
@@ -54,7 +55,9 @@ _DEMONYMS = {
     "England": ("English",), "Scotland": ("Scottish",), "Wales": ("Welsh",), "Sri Lanka": ("Sri Lankan",),
     "Hardcover": ("hardback", "hard cover"), "Paperback": ("soft cover",),
 }
-_MONTH_PATTERN = "(?:" + "|".join(month[:3] + "[a-z]*" for month in preprocessing._MONTHS) + ")"
+# A month's name or its abbreviation ("March", "Mar", "Mar.", "Sept"); not "Mayor", "Marine", "Junior".
+_MONTH_PATTERN = "(?:" + "|".join(
+    f"{month}|{month[:3]}\\.?" for month in preprocessing._MONTHS) + "|Sept\\.?)"
 # A day written as an ordinal next to a month ("30th March", "30th of March" -> "30 March",
 # "March 30th" -> "March 30"), not other ordinals ("23rd Street").
 _ORDINAL_DAY = re.compile(
@@ -92,7 +95,7 @@ def loose_forms(entity):
     words = base.split()
     if words and words[0].isdigit() and len(words) > 2:  # "2015 Campeonato Brasileiro Série C"
         forms.append(" ".join(words[1:]))
-    for joint in (" of ", " in "):  # "Felipe VI of Spain" -> "Felipe VI"
+    for joint in (" of ", " in "):  # "Felipe VI of Spain" -> "Felipe VI"; any case: "the prime minister"
         head = base.split(joint)[0]
         if head != base and len(head) >= 4 and head[:1].isupper():
             forms.append(head)
@@ -104,10 +107,18 @@ def loose_forms(entity):
         forms.append(" ".join(words[:-1] + [plural]))
     if words and words[-1].endswith("s") and len(words[-1]) > 4 and words[-1][0].isupper():
         forms.append(" ".join(words[:-1] + [words[-1][:-1]]))  # "Asian Americans" -> "... American"
-    # A person-like name ("Alan Shepard" -> "Shepard"): 2-3 capitalised words.
+    return [form for form in dict.fromkeys(forms) if form and form != entity and form not in name_forms(entity)]
+
+
+def name_forms(entity):
+    """A person-like name's last word ("Alan Shepard" -> "Shepard"; 2-3 capitalised words), which
+    counts only where the text writes it capitalised (`replace_loose_forms`): uncased, "New York
+    City" would be mentioned by "the city", "Premier League" by "a league" and "Democratic Party" by
+    "a party"."""
+    words = re.sub(r"\s*\([^()]*\)\s*$", "", entity).strip().strip('"').split()
     if 2 <= len(words) <= 3 and all(word[:1].isupper() and word.isalpha() for word in words):
-        forms.append(words[-1])
-    return [form for form in dict.fromkeys(forms) if form and form != entity]
+        return [words[-1]]
+    return []
 
 
 def replace_loose_forms(tokens, entity_map):
@@ -118,25 +129,28 @@ def replace_loose_forms(tokens, entity_map):
     if not missing:
         return tokens
     forms = sorted(
-        ((placeholder, list(preprocessing._form_keys(form)))
-         for placeholder, entity in missing.items() for form in loose_forms(entity)),
-        key=lambda pair: -len(pair[1]),
+        [(placeholder, list(preprocessing._form_keys(form)), False)
+         for placeholder, entity in missing.items() for form in loose_forms(entity)]
+        + [(placeholder, list(preprocessing._form_keys(form)), True)
+           for placeholder, entity in missing.items() for form in name_forms(entity)],
+        key=lambda triple: -len(triple[1]),
     )
     if not forms:
         return tokens
-    keys, key_token = [], []
+    keys, key_token, cased_keys = [], [], []
     for index, token in enumerate(tokens):
         if preprocessing.is_placeholder(token):
             continue
         for key in preprocessing._match_keys(token):
             keys.append(key)
             key_token.append(index)
+            cased_keys.append(key if token[:1].isupper() else None)  # no name form matches "the city"
     covered = [preprocessing.is_placeholder(token) for token in tokens]
     replacement = [token if covered[i] else None for i, token in enumerate(tokens)]
     done = set()
-    for placeholder, form in forms:
+    for placeholder, form, cased in forms:
         if placeholder not in done and preprocessing._replace_form(
-                tokens, keys, key_token, form, placeholder, replacement, covered):
+                tokens, cased_keys if cased else keys, key_token, form, placeholder, replacement, covered):
             done.add(placeholder)
     # Last, misspellings ("Guadalaraja"; not "Klaus Lohannis": the first letter must match) and
     # partial long names ("Ottoman army soldiers killed in the Battle of Baku" without "killed").
@@ -158,9 +172,12 @@ def replace_loose_forms(tokens, entity_map):
 
 def _close(key, text_key):
     """Same word up to a typo: equal, or (5+ letters, same first letter) one edit away (two
-    for 9+ letters)."""
+    for 9+ letters). A key with a digit is equal (a unit glued on allowed) or not close: 1778.0 is
+    another runway length than 1773.0, not a misspelling of it."""
     if key == text_key:
         return True
+    if any(char.isdigit() for char in key + (text_key or "")):  # a unit may be glued on: "-3.3528m"
+        return bool(text_key) and text_key.startswith(key) and text_key[len(key):].isalpha()
     if len(key) < 5 or not text_key or key[0] != text_key[0] or abs(len(key) - len(text_key)) > 2:
         return False
     limit = 2 if len(key) >= 9 else 1
