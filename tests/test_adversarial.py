@@ -441,3 +441,14 @@ def test_a_stage_config_saved_before_a_field_existed_loads_as_that_stage_ran(tmp
     config = AdversarialConfig.load(tmp_path / "adversarial_config.json")
     assert (config.corruption_pretrain_steps, config.shared_source_encoding) == (0, False)
     assert AdversarialConfig().corruption_pretrain_steps == 1000  # today's default
+
+
+def test_the_stage_config_refuses_what_the_stage_would_fail_on_or_round_off():
+    """Checked when the config is made, before `adversarial` writes anything into its run folder."""
+    with pytest.raises(ValueError, match=r"`loss` must be one of \['hinge', 'non_saturating', 'least_squares'\].*"
+                                         r"Received: loss='wasserstein'"):
+        AdversarialConfig(loss="wasserstein")
+    with pytest.raises(ValueError, match="Received: adversarial_steps=120, steps_per_epoch=50"):
+        AdversarialConfig(adversarial_steps=120)  # it trained 150 steps and said so
+    assert AdversarialConfig(loss="least_squares", adversarial_steps=100).adversarial_steps == 100
+

@@ -432,3 +432,14 @@ def test_generate_says_when_a_run_without_an_aligner_cannot_rerank(trained_run, 
     assert generate("--no-rerank") == []
     shutil.copy(trained_run / "aligner.json", run / "aligner.json")
     assert generate("--rerank") == []
+
+
+def test_a_byte_order_mark_is_not_read_as_part_of_the_first_line(tmp_path):
+    path = tmp_path / "input.txt"
+    path.write_bytes("\ufeffAlan_Bean | birthPlace | Wheeler,_Texas\r\nA | b | C\n".encode("utf-8"))
+    lines = cli._read_text_lines(path, "Input file")
+    assert lines == ["Alan_Bean | birthPlace | Wheeler,_Texas", "A | b | C"]
+    assert cli.parse_triple_sets(lines)[0][0] == Triple("Alan_Bean", "birthPlace", "Wheeler,_Texas")
+    path.write_bytes(b"\xef\xbb\xbfA | b | C\nA | b | \xff\n")  # a bad byte is still named on its line
+    with pytest.raises(ValueError, match=r"line 2: expected UTF-8 text. Received: bytes b.\\xff."):
+        cli._read_text_lines(path, "Input file")

@@ -136,6 +136,12 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     assert MLEConfig(rerank_subjects=True).rerank_subjects == "errors" and MLEConfig(rerank_subjects=False).rerank_subjects == "off"
     with pytest.raises(ValueError, match="rerank_subjects"):
         MLEConfig(rerank_subjects="sometimes")
+    # ... and its config.json loads too (the type check let only strings through).
+    for flag, value in ((True, "errors"), (False, "off")):
+        (tmp_path / "flag.json").write_text(json.dumps({**MLEConfig.quick().to_dict(), "rerank_subjects": flag}))
+        assert MLEConfig.load(tmp_path / "flag.json").rerank_subjects == value
+    with pytest.raises(ValueError, match="field 'rerank_subjects': expected a string. Received: 1"):
+        MLEConfig.from_dict({"rerank_subjects": 1})
     assert MLEConfig().predicate_placeholders and MLEConfig().epoch_seeded_shuffle  # today's defaults
     # A field the file has keeps its value.
     (tmp_path / "config.json").write_text(json.dumps({**saved, "average_checkpoints": 3}), encoding="utf-8")

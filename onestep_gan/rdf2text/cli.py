@@ -134,6 +134,8 @@ def _read_text_lines(path, what):
 
 
 def _decode_lines(data, name):
+    if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark (some Windows editors write one) is no text
+        data = data[3:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -27,6 +27,9 @@ class _Serialisable:
 
     # field -> the value meant by a saved config without that field (`load`).
     SAVED_BEFORE_FIELD = {}
+    # Fields that were flags in an earlier release: a saved true / false passes the type check
+    # and `__post_init__` maps it to today's value.
+    _FORMER_FLAGS = ()
 
     def to_dict(self):
         return {
@@ -47,6 +50,8 @@ class _Serialisable:
                 f"{where}unknown {cls.__name__} fields: {unknown}. Expected a subset of {sorted(known)}."
             )
         for field in dataclasses.fields(cls):
+            if field.name in cls._FORMER_FLAGS and isinstance(config.get(field.name), bool):
+                continue  # a config.json of a release where the field was a flag: `__post_init__` maps it
             if field.name in config and not _has_type(config[field.name], field.type):
                 raise ValueError(
                     f"{where}field {field.name!r}: expected {_type_name(field.type)}. "
@@ -106,6 +111,8 @@ def _type_name(annotation):
 class MLEConfig(_Serialisable):
     """Every setting of the MLE job (`mle.train_and_evaluate`). `quick()` is a tiny variant
     for smoke runs. Saved as `config.json` in the run folder."""
+
+    _FORMER_FLAGS = ("rerank_subjects",)
 
     # Runs saved before these fields existed were trained with one shuffle stream, without
     # predicate placeholders, and decoded from the best epoch alone.
@@ -407,6 +414,10 @@ class MLEConfig(_Serialisable):
         return cls(**settings)
 
 
+# The GAN losses the stage takes: D's pretraining scores each text alone (`adversarial.DiscriminatorPretrainer`).
+POINTWISE_LOSSES = ("hinge", "non_saturating", "least_squares")
+
+
 @dataclasses.dataclass
 class AdversarialConfig(_Serialisable):
     """Settings of the adversarial stage. `quick()` is a tiny variant for smoke runs.
@@ -471,6 +482,17 @@ class AdversarialConfig(_Serialisable):
         if int(self.corruption_pretrain_steps) < 0:
             raise ValueError(
                 f"`corruption_pretrain_steps` must be >= 0. Received: corruption_pretrain_steps={self.corruption_pretrain_steps}"
+            )
+        if int(self.adversarial_steps) % int(self.steps_per_epoch):
+            raise ValueError(
+                "`adversarial_steps` must be a multiple of `steps_per_epoch` (the stage trains whole epochs of "
+                f"steps_per_epoch steps). Received: adversarial_steps={self.adversarial_steps}, "
+                f"steps_per_epoch={self.steps_per_epoch}"
+            )
+        if self.loss not in POINTWISE_LOSSES:
+            raise ValueError(
+                f"`loss` must be one of {list(POINTWISE_LOSSES)} (D is pretrained on each text's own score). "
+                f"Received: loss={self.loss!r}"
             )
         if self.adversarial_weight < 0 or self.mle_weight < 0:
             raise ValueError(
