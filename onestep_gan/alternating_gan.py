@@ -109,7 +109,7 @@ class AlternatingGAN(GANModel):
         """Used by `evaluate`: reports L_D + L_G on the batch without updating."""
         conditions, real = self.split_batch(x, y, sample_weight)
         fake = y_pred if y_pred is not None else self(x, training=training)
-        self.check_sample_matches(real, fake)
+        fake = self.check_sample_matches(real, fake)
         d_loss, real_scores, fake_scores = self.discriminator_loss(conditions, real, fake, training)
         g_loss = self.gan_loss.generator_loss(fake_scores, real_scores)
         g_loss = ops.cast(g_loss, "float32")
@@ -159,7 +159,7 @@ class AlternatingGAN(GANModel):
         discriminator_variables = self.discriminator.trainable_variables
         for _ in range(self.discriminator_steps):
             fake = tree.map_structure(ops.stop_gradient, self(x, training=True))
-            self.check_sample_matches(real, fake)
+            fake = self.check_sample_matches(real, fake)
 
             def discriminator_step_loss():
                 d_loss, real_scores, fake_scores, activity = self.discriminator_terms(

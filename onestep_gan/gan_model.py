@@ -226,9 +226,11 @@ class GANModel(keras.Model):
                 )
 
     def check_sample_matches(self, real, fake):
-        """Raises if the generator's sample cannot stand in for a real sample."""
+        """Raises if the generator's sample cannot stand in for a real sample; returns the sample in
+        the real samples' containers (a G with `outputs=[a, b]` returns a list where the data,
+        from Keras' TensorFlow adapter or tf.data, hold a tuple)."""
         try:
-            tree.assert_same_structure(real, fake)
+            tree.assert_same_structure(tree.lists_to_tuples(real), tree.lists_to_tuples(fake))
         except (ValueError, TypeError) as error:
             raise ValueError(
                 "The generator's sample must have the structure of the real samples. "
@@ -248,6 +250,7 @@ class GANModel(keras.Model):
                     f"(batch axis aside). Received: real shape {real_shape}, "
                     f"generated shape {fake_shape}"
                 )
+        return tree.pack_sequence_as(real, tree.flatten(fake))
 
     # ------------------------------------------------------------ discriminator
     def _discriminator_inputs(self, conditions, sample):
@@ -418,8 +421,13 @@ class GANModel(keras.Model):
         try:
             return method(*args, **kwargs)
         except BaseException:
-            for variable, value in self._purged_values:
-                if variable._value is None:
+            # The steps that ran left their state in `_jax_state` (live arrays): put it back first.
+            # A variable still detached gets the last value recorded for it that is not deleted
+            # (Keras' jitted steps donate, and so delete, the values they are given).
+            if getattr(self, "_jax_state", None) and not getattr(self, "_jax_state_synced", True):
+                self.jax_state_sync()
+            for variable, value in reversed(self._purged_values):
+                if variable._value is None and not (hasattr(value, "is_deleted") and value.is_deleted()):
                     variable._value = value
             raise
         finally:

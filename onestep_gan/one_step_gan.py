@@ -162,7 +162,7 @@ class OneStepGAN(GANModel):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         conditions, real = self.split_batch(x, y, sample_weight)
         fake = y_pred if y_pred is not None else self(x, training=training)
-        self.check_sample_matches(real, fake)
+        fake = self.check_sample_matches(real, fake)
         if training:
             self.warn_if_a_part_is_frozen()
         # Regularisation of the forward pass: weights of G and D, G's activity. Read now,

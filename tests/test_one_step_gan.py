@@ -319,6 +319,29 @@ def test_nested_samples_are_supported():
     assert any(np.any(v.numpy() != b) for v, b in zip(generator.trainable_variables, before))
 
 
+@pytest.mark.parametrize("trainer", ["OneStepGAN", "AlternatingGAN"])
+def test_a_list_of_parts_from_g_stands_in_for_a_tuple_of_real_parts(trainer):
+    """A functional G with `outputs=[a, b]` returns a list; Keras' TensorFlow adapter and tf.data give
+    the real parts as a tuple: the same sample, on every backend."""
+    conditions_in = keras.Input((CONDITION_DIM,))
+    hidden = keras.layers.Dense(8)(conditions_in)
+    generator = keras.Model(conditions_in, [keras.layers.Dense(2)(hidden), keras.layers.Dense(1)(hidden)])
+    point_in, size_in, disc_conditions = keras.Input((2,)), keras.Input((1,)), keras.Input((CONDITION_DIM,))
+    merged = keras.layers.Concatenate()([disc_conditions, point_in, size_in])
+    discriminator = keras.Model([disc_conditions, (point_in, size_in)], keras.layers.Dense(1)(merged))
+    gan = getattr(onestep_gan, trainer)(generator, discriminator)
+    if trainer == "OneStepGAN":
+        gan.compile(optimizer="adam")
+    else:
+        gan.compile(discriminator_optimizer="adam", generator_optimizer="adam")
+    conditions, real_points = batch()
+    real = tf.data.Dataset.from_tensor_slices(
+        (conditions, (real_points, np.ones((BATCH, 1), "float32")))).batch(4)  # tuples on every backend
+    history = gan.fit(real, epochs=1, verbose=0)
+    assert np.isfinite(history.history["d_loss"][0])
+    assert np.isfinite(gan.evaluate(real, verbose=0, return_dict=True)["d_loss"])
+
+
 def test_generator_extra_loss_reaches_generator_only():
     gan = conditional_gan()
     conditions, real = (ops.convert_to_tensor(t) for t in batch())
@@ -860,3 +883,30 @@ def test_mixed_precision_trains_like_float32(dtype_policy, trainer):
     # Loss scaling (mixed_float16) is undone: the step has float32's size, not 2**15 times it.
     assert np.linalg.norm(step - reference) < 0.1 * np.linalg.norm(reference)
     assert history["d_loss"][0] == pytest.approx(reference_history["d_loss"][0], rel=0.05, abs=0.05)
+
+
+@pytest.mark.parametrize("method", ["evaluate", "predict"])
+def test_a_call_stopped_after_its_first_batch_leaves_the_weights_readable(method):
+    """Ctrl-C or a raising callback at the second batch: on JAX the first step has donated (deleted)
+    the values detached at the start, so the GAN must get the step's live state back, not those."""
+    conditions, real = batch()
+    gan = conditional_gan()
+    gan.compile(optimizer="adam")
+    gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)
+    before = [to_numpy(variable).copy() for variable in gan.generator.variables]
+
+    class StopAtSecondBatch(keras.callbacks.Callback):
+        def on_test_batch_begin(self, batch, logs=None):
+            if batch == 1:
+                raise KeyboardInterrupt
+
+        on_predict_batch_begin = on_test_batch_begin
+
+    with pytest.raises(KeyboardInterrupt):
+        if method == "evaluate":
+            gan.evaluate(conditions, real, batch_size=4, verbose=0, callbacks=[StopAtSecondBatch()])
+        else:
+            gan.predict(conditions, batch_size=4, verbose=0, callbacks=[StopAtSecondBatch()])
+    for variable, value in zip(gan.generator.variables, before):
+        np.testing.assert_array_equal(to_numpy(variable), value, err_msg=variable.path)
+    assert np.all(np.isfinite(to_numpy(gan.predict(conditions, verbose=0))))
