@@ -223,6 +223,34 @@ def test_backup_restores_extra_state_and_skips_saves_while_told(tmp_path):
     assert restored.extra == {"accuracy": {"real_accuracy": 0.5}}
 
 
+def test_a_kill_after_early_stopping_resumes_as_finished(tmp_path):
+    """Early stopping ends `fit` at epoch 2; killed after that epoch's save and before `fit` returns, the
+    rerun must not train a third epoch (one the uninterrupted run never trained: it may become the best
+    and push the averaging window's first epoch off the disk)."""
+    from onestep_gan.rdf2text import checkpoints
+
+    def compiled_model():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    class StopAtSecondEpoch(keras.callbacks.Callback):  # what EarlyStopping does
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.stop_training = epoch == 1
+
+    class KillBeforeTheEnd(keras.callbacks.Callback):
+        def on_train_end(self, logs=None):
+            raise KeyboardInterrupt
+
+    x, y = np.ones((4, 2)), np.ones((4, 1))
+    backup = checkpoints.TrainingBackup(tmp_path / "backup")
+    with pytest.raises(KeyboardInterrupt):
+        compiled_model().fit(x, y, epochs=5, verbose=0, callbacks=[StopAtSecondEpoch(), KillBeforeTheEnd(), backup])
+    restored = checkpoints.TrainingBackup(tmp_path / "backup")
+    assert restored.restore(compiled_model()) == 2
+    assert restored.finished
+
+
 @pytest.mark.parametrize("iterator", ["one per epoch", "one over the epochs"])
 def test_a_resumed_fit_draws_the_dropout_masks_of_the_uninterrupted_one(tmp_path, iterator):
     """A Dropout layer without a seed (as in the transformer) on every backend: epoch 2 resumed from

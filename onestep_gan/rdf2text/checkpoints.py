@@ -268,6 +268,10 @@ class TrainingBackup(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.epoch_logs.append({name: float(value) for name, value in (logs or {}).items()})
         self._epoch_random_states = _global_random_states()
+        # Stopped early (EarlyStopping set it): this save already ends training, so a kill before
+        # `on_train_end` resumes as finished, not with an epoch the uninterrupted run never trained.
+        if getattr(self.model, "stop_training", False):
+            self.finished = True
         self._save()
 
     def on_train_end(self, logs=None):
