@@ -164,6 +164,8 @@ def test_evaluate_user_errors_and_form_feed(tmp_path, capsys):
     a_file.write_text("")
     assert cli.main(base + ["--hypotheses", str(hypotheses), "--output-dir", str(a_file)]) == 2
     one_line_error(capsys, "a_file", "is a file")
+    assert cli.main(base + ["--hypotheses", str(hypotheses), "--output-dir", str(a_file / "sub")]) == 2
+    one_line_error(capsys, "a_file", "is a file")  # a folder below a file: refused before scoring
     assert cli.main(base + ["--hypotheses", str(hypotheses)]) == 0  # 2 lines, the form feed is no break
 
 

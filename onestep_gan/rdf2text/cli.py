@@ -269,8 +269,11 @@ def _evaluate(args):
     hypotheses_path = pathlib.Path(args.hypotheses)
     hypotheses = _read_text_lines(hypotheses_path, "Hypotheses file")
     output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
-    if output_dir.exists() and not output_dir.is_dir():
-        raise ValueError(f"--output-dir {output_dir} is a file: expected a folder (created if missing).")
+    for folder in (output_dir, *output_dir.parents):  # checked before the scoring's minutes, not after
+        if folder.exists():
+            if not folder.is_dir():
+                raise ValueError(f"--output-dir {output_dir}: {folder} is a file, expected a folder (created if missing).")
+            break
     limit, seed, holdout = None, 0, ()
     if args.run_dir:  # a sampled run (--quick, --max-eval-entries) is scored on its own sample,
         config = runs.load_config(pathlib.Path(args.run_dir) / runs.CONFIG_FILE)  # and its own train
