@@ -129,8 +129,9 @@ class GANOptimizer(keras.optimizers.Optimizer):
       the G:D ratio, also for an explicit `generator_optimizer`.
     - `optimizers` lists `[generator_optimizer, discriminator_optimizer]`, which is
       what `keras.callbacks.SwapEMAWeights` reads.
-    - `iterations` counts the steps applied, also while G or D is frozen (each inner
-      optimizer counts only its own net's steps).
+    - `iterations` counts the updates applied, also while G or D is frozen (each inner
+      optimizer counts only its own net's): one a training step of `OneStepGAN`,
+      `discriminator_steps + 1` of `AlternatingGAN`, which applies D's and G's updates apart.
 
     `OneStepGAN.compile` tells the optimizer which variables belong to G
     (`assign_generator_variables`); every other variable is D's.
