@@ -10,6 +10,15 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 
+def assert_prints_all_true(script):
+    """Runs `script` in a fresh interpreter (Keras not yet imported); its last line must be three Trues."""
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERAS_BACKEND": "tensorflow"},
+    )
+    assert completed.stdout.strip().splitlines()[-1:] == ["[True, True, True]"], completed.stderr[-2000:]
+
+
 @pytest.mark.parametrize("first", ["layers", "backbone", "transformer"])
 def test_any_module_imported_first_and_every_model_registers(first):
     script = (
@@ -19,11 +28,7 @@ def test_any_module_imported_first_and_every_model_registers(first):
         "names = ('TransformerGenerator', 'TextSampler', 'TextDiscriminator')\n"
         "print([keras.saving.get_registered_object('onestep_gan>' + name) is getattr(text, name) for name in names])\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERAS_BACKEND": "tensorflow"},
-    )
-    assert completed.stdout.strip().splitlines()[-1:] == ["[True, True, True]"], completed.stderr[-2000:]
+    assert_prints_all_true(script)
 
 
 @pytest.mark.parametrize("first", ["GANOptimizer", "GANModel", "ReplicaSeedGenerator", "OneStepGAN", "losses"])
@@ -38,8 +43,4 @@ def test_the_engine_registers_whichever_export_imports_keras(first):
         "names = ('OneStepGAN', 'AlternatingGAN', 'GANOptimizer')\n"
         "print([keras.saving.get_registered_object('onestep_gan>' + name) is not None for name in names])\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "KERAS_BACKEND": "tensorflow"},
-    )
-    assert completed.stdout.strip().splitlines()[-1:] == ["[True, True, True]"], completed.stderr[-2000:]
+    assert_prints_all_true(script)
