@@ -228,8 +228,9 @@ def _generate(args):
     triple_sets = parse_triple_sets(lines)
     model, preprocessor, config = load_run(args.run_dir)
     config = dataclasses.replace(config, **_decoding_overrides(args))
-    aligner = load_aligner(args.run_dir) if config.rerank and config.decode_method == "beam" else None
-    if config.rerank and config.decode_method == "beam" and aligner is None:
+    reranking = config.rerank and config.decode_method == "beam"
+    aligner = load_aligner(args.run_dir) if reranking else None
+    if reranking and aligner is None:
         logger.warning(
             "%s has no aligner.json: its beam candidates are not reranked by slot errors, so the texts may "
             "differ from the run's reports. `onestep-gan decode --run-dir %s` writes it (from the train split); "
@@ -269,11 +270,7 @@ def _evaluate(args):
     hypotheses_path = pathlib.Path(args.hypotheses)
     hypotheses = _read_text_lines(hypotheses_path, "Hypotheses file")
     output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
-    for folder in (output_dir, *output_dir.parents):  # checked before the scoring's minutes, not after
-        if folder.exists():
-            if not folder.is_dir():
-                raise ValueError(f"--output-dir {output_dir}: {folder} is a file, expected a folder (created if missing).")
-            break
+    runs.check_output_dir(output_dir, "--output-dir")  # before the scoring's minutes, not after
     limit, seed, holdout = None, 0, ()
     if args.run_dir:  # a sampled run (--quick, --max-eval-entries) is scored on its own sample,
         config = runs.load_config(pathlib.Path(args.run_dir) / runs.CONFIG_FILE)  # and its own train

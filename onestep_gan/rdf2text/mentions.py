@@ -75,7 +75,7 @@ def normalise_ordinal_days(text):
 def loose_forms(entity):
     """Extra forms for "is the entity mentioned", tried after `delexicalise`'s own."""
     forms = []
-    base = re.sub(r"\s*\([^()]*\)\s*$", "", entity).strip().strip('"').strip()
+    base = _without_parenthesis(entity)
     if base and base != entity:
         forms.append(base)
     number = base.replace(",", "")
@@ -107,7 +107,7 @@ def loose_forms(entity):
         forms.append(" ".join(words[:-1] + [plural]))
     if words and words[-1].endswith("s") and len(words[-1]) > 4 and words[-1][0].isupper():
         forms.append(" ".join(words[:-1] + [words[-1][:-1]]))  # "Asian Americans" -> "... American"
-    return [form for form in dict.fromkeys(forms) if form and form != entity and form not in name_forms(entity)]
+    return [form for form in dict.fromkeys(forms) if form and form != entity]
 
 
 def name_forms(entity):
@@ -115,10 +115,15 @@ def name_forms(entity):
     counts only where the text writes it capitalised (`replace_loose_forms`): uncased, "New York
     City" would be mentioned by "the city", "Premier League" by "a league" and "Democratic Party" by
     "a party"."""
-    words = re.sub(r"\s*\([^()]*\)\s*$", "", entity).strip().strip('"').split()
+    words = _without_parenthesis(entity).split()
     if 2 <= len(words) <= 3 and all(word[:1].isupper() and word.isalpha() for word in words):
         return [words[-1]]
     return []
+
+
+def _without_parenthesis(entity):
+    """"Airman (comicsCharacter)" -> "Airman", without surrounding quotes."""
+    return re.sub(r"\s*\([^()]*\)\s*$", "", entity).strip().strip('"').strip()
 
 
 def replace_loose_forms(tokens, entity_map):

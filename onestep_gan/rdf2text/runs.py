@@ -148,14 +148,14 @@ def load_model_file(path):
         raise
 
 
-def check_output_dir(run_dir):
+def check_output_dir(run_dir, what="Run folder"):
     """Raises `ValueError` when a job could not write its run into `run_dir`: the path, or a folder
-    above it, is a file. Called before the job reads or writes anything."""
+    above it, is a file. Called before the job reads or writes anything; `what` names the folder."""
     run_dir = pathlib.Path(run_dir)
     for folder in (run_dir, *run_dir.parents):
         if folder.exists():
             if not folder.is_dir():
-                raise ValueError(f"Run folder {run_dir}: {folder} is a file, expected a folder (created if missing).")
+                raise ValueError(f"{what} {run_dir}: {folder} is a file, expected a folder (created if missing).")
             return
 
 
