@@ -4,6 +4,7 @@ the `chain` command and what reads the stage's run folder (`generate`, `decode`)
 import contextlib
 import io
 import json
+import pathlib
 import shutil
 import warnings
 
@@ -452,3 +453,63 @@ def test_the_stage_config_refuses_what_the_stage_would_fail_on_or_round_off():
         AdversarialConfig(adversarial_steps=120)  # it trained 150 steps and said so
     assert AdversarialConfig(loss="least_squares", adversarial_steps=100).adversarial_steps == 100
 
+
+
+@pytest.mark.parametrize("case, retrains", [
+    ("stage killed", False),  # the stage's backup left: the MLE run is not redone
+    ("stage killed before its backup", False),  # no stage report yet, no backup
+    ("other MLE settings", True),
+    ("MLE job killed", True),  # `train_and_evaluate` resumes it
+    ("chain finished", True),  # a rerun of a finished chain starts afresh, as `train` does
+])
+def test_chain_rerun_after_a_kill_in_the_stage_keeps_the_finished_mle_run(
+    adversarial_run, tmp_path, monkeypatch, case, retrains
+):
+    mle_run, gan_run, _, _ = adversarial_run
+    shutil.copytree(mle_run, tmp_path / "mle")
+    shutil.copytree(gan_run, tmp_path / "gan")
+    flags = list(TINY_MLE_FLAGS)
+    if case == "stage killed":
+        (tmp_path / "gan" / runs.COMPARISON_FILE).unlink()
+        (tmp_path / "gan" / runs.BACKUP_DIR).mkdir()
+    elif case == "stage killed before its backup":
+        (tmp_path / "gan" / runs.COMPARISON_FILE).unlink()
+    elif case == "other MLE settings":
+        (tmp_path / "gan" / runs.BACKUP_DIR).mkdir()
+        flags += ["--seed", "7"]
+    elif case == "MLE job killed":
+        (tmp_path / "gan" / runs.BACKUP_DIR).mkdir()
+        (tmp_path / "mle" / runs.BACKUP_DIR).mkdir()
+    calls = []
+    monkeypatch.setattr(mle, "train_and_evaluate", lambda config, data_dir, run_dir, enriched_dir: calls.append("mle"))
+
+    def stage(config, mle_run_dir, run_dir, data_dir, enriched_dir):
+        calls.append(("stage", pathlib.Path(mle_run_dir), pathlib.Path(run_dir)))
+        (pathlib.Path(run_dir) / runs.COMPARISON_FILE).write_text("compared\n")
+
+    monkeypatch.setattr(adversarial, "train_adversarial", stage)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli.main(["chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path)] + flags) == 0
+    assert calls == ["mle"] * retrains + [("stage", tmp_path / "mle", tmp_path / "gan")]
+
+
+def test_a_job_killed_in_a_finished_runs_folder_leaves_no_finished_run(adversarial_run, tmp_path, monkeypatch):
+    """What `chain` reads as a finished run (`runs.finished_run`) is gone once a job starts writing the folder
+    again: a rerun killed before its backup is not taken for the run it replaces."""
+    mle_run, gan_run, _, _ = adversarial_run
+    shutil.copytree(mle_run, tmp_path / "mle")
+    shutil.copytree(gan_run, tmp_path / "gan")
+    assert runs.finished_run(tmp_path / "mle", runs.SUMMARY_FILE, tiny_config())
+    assert runs.finished_run(tmp_path / "gan", runs.COMPARISON_FILE)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(keras.Model, "fit", killed)
+    with pytest.raises(KeyboardInterrupt):
+        _train_adversarial(tmp_path / "mle", tmp_path / "gan")
+    assert not runs.finished_run(tmp_path / "gan", runs.COMPARISON_FILE)
+    with pytest.raises(KeyboardInterrupt), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        mle.train_and_evaluate(tiny_config(), FIXTURE_2017, tmp_path / "mle")
+    assert not runs.finished_run(tmp_path / "mle", runs.SUMMARY_FILE, tiny_config())

@@ -425,6 +425,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     checkpoints.TrainingBackup(run_dir / runs.BACKUP_DIR, metadata=config.to_dict()).check()
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoints.remove_partial_files(run_dir)
+    (run_dir / runs.COMPARISON_FILE).unlink(missing_ok=True)  # no finished run here until it is rewritten
     checkpoints.atomic_save(run_dir / runs.ADVERSARIAL_CONFIG_FILE, config.save)
     checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, mle_config.save)
     checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)

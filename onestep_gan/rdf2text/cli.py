@@ -3,6 +3,7 @@
     onestep-gan train --run-dir runs/webnlg_mle [--quick] [--epochs N] [--data-dir DIR] [--enriched-dir DIR]
     onestep-gan adversarial --mle-run-dir runs/webnlg_mle --run-dir runs/webnlg_gan
     onestep-gan chain --run-dir runs/webnlg      # both: runs/webnlg/mle, then runs/webnlg/gan
+                                                 # (rerun after a kill: a finished mle/ is kept)
     onestep-gan decode --run-dir runs/webnlg_mle --beam-width 16   # dev/test again, other decoding
     onestep-gan generate --run-dir runs/webnlg_mle [--input FILE]   # else reads stdin
     onestep-gan evaluate --hypotheses runs/webnlg_mle/test_hypotheses.txt --split test
@@ -185,12 +186,18 @@ def _adversarial(args):
 
 
 def _chain(args):
+    from onestep_gan.rdf2text import runs
     from onestep_gan.rdf2text.mle import train_and_evaluate
 
     run_dir = pathlib.Path(args.run_dir)
     mle_config = config_from_arguments(MLEConfig, args, args.quick)
     adversarial_config = AdversarialConfig.quick() if args.quick else AdversarialConfig()
-    train_and_evaluate(mle_config, args.data_dir, run_dir / "mle", args.enriched_dir)
+    if runs.finished_run(run_dir / "mle", runs.SUMMARY_FILE, mle_config) and not runs.finished_run(
+        run_dir / "gan", runs.COMPARISON_FILE
+    ):  # killed in the stage: its MLE run is kept, and the stage resumes from its backup
+        logger.info("%s holds a finished MLE run of these settings: it is not trained again.", run_dir / "mle")
+    else:
+        train_and_evaluate(mle_config, args.data_dir, run_dir / "mle", args.enriched_dir)
     return _run_adversarial_stage(
         adversarial_config, run_dir / "mle", run_dir / "gan", args.data_dir, args.enriched_dir
     )

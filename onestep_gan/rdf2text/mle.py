@@ -306,6 +306,7 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     initial_epoch = backup.restore(model)  # 0 for a new run; raises on a damaged backup
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoints.remove_partial_files(run_dir)
+    (run_dir / runs.SUMMARY_FILE).unlink(missing_ok=True)  # the folder holds no finished run until it is rewritten
     checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, config.save)
     checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
     callbacks = [

@@ -159,6 +159,19 @@ def check_output_dir(run_dir, what="Run folder"):
             return
 
 
+def finished_run(run_dir, last_file, config=None):
+    """True when `run_dir` holds a finished run: its job's last report `last_file` written (the jobs
+    remove it when they start writing a run) and no training backup left; with `config`, a run of
+    these settings (its `config.json` the same)."""
+    run_dir = pathlib.Path(run_dir)
+    if not (run_dir / last_file).is_file() or (run_dir / BACKUP_DIR).exists():
+        return False
+    try:
+        return config is None or type(config).load(run_dir / CONFIG_FILE).to_dict() == config.to_dict()
+    except ValueError:  # a damaged or old config.json: not this run
+        return False
+
+
 def check_run_dir(run_dir):
     """Returns the generator file name of a run folder; raises `ValueError` if files are missing."""
     run_dir = pathlib.Path(run_dir)
