@@ -191,9 +191,9 @@ class AlternatingGAN(GANModel):
             generator_scores = self.score(conditions, fake, training=True)
             g_loss = self.gan_loss.generator_loss(generator_scores, stopped_real_scores)
             total = g_loss + float32_sum(regularization) if regularization else g_loss
-            return optimizer.scale_loss(distribute.scale_loss_for_distribution(total)), g_loss
+            return optimizer.scale_loss(distribute.scale_loss_for_distribution(total)), (g_loss, fake)
 
-        (_, g_loss), gradients = gradients_lib.value_and_gradients(
+        (_, (g_loss, fake)), gradients = gradients_lib.value_and_gradients(
             generator_step_loss, generator_variables, has_aux=True
         )
         if generator_variables and all(gradient is None for gradient in gradients):
@@ -205,7 +205,8 @@ class AlternatingGAN(GANModel):
         # Weighted by batch size, as d_loss and g_loss are (and Keras' `loss` in `evaluate`).
         batch_size = ops.cast(ops.shape(real_scores)[0], "float32")
         self._loss_tracker.update_state(d_loss + g_loss, sample_weight=batch_size)
-        return self.get_metrics_result()
+        # As Keras' own train step: an overriding `compute_metrics` sees the step's samples (G's pass).
+        return self.compute_metrics(x, y, tree.map_structure(ops.stop_gradient, fake), sample_weight)
 
     def get_config(self):
         config = super().get_config()

@@ -910,3 +910,32 @@ def test_a_call_stopped_after_its_first_batch_leaves_the_weights_readable(method
     for variable, value in zip(gan.generator.variables, before):
         np.testing.assert_array_equal(to_numpy(variable), value, err_msg=variable.path)
     assert np.all(np.isfinite(to_numpy(gan.predict(conditions, verbose=0))))
+
+
+@pytest.mark.parametrize("trainer", ["OneStepGAN", "AlternatingGAN"])
+def test_a_compute_metrics_override_is_logged_by_fit_and_evaluate(trainer):
+    """The compile error for `metrics=` points users to overriding `compute_metrics`: both trainers
+    call it in `fit` and `evaluate`, with the step's generated samples as `y_pred`."""
+    base = getattr(onestep_gan, trainer)
+
+    class WithDistance(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.distance_tracker = keras.metrics.Mean(name="distance")
+
+        def compute_metrics(self, x, y, y_pred, sample_weight=None):
+            self.distance_tracker.update_state(ops.mean(ops.abs(y_pred - y), axis=-1))
+            return super().compute_metrics(x, y, y_pred, sample_weight)
+
+    gan = WithDistance(make_generator(), make_conditional_discriminator())
+    if trainer == "OneStepGAN":
+        gan.compile(optimizer="adam")
+    else:
+        gan.compile(discriminator_optimizer="adam", generator_optimizer="adam")
+    conditions, real = batch()
+    history = gan.fit(conditions, real, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    assert len(history.history["distance"]) == 2 and np.all(np.isfinite(history.history["distance"]))
+    assert history.history["distance"][0] > 0
+    fake = ops.convert_to_numpy(gan.generator(conditions))
+    logs = gan.evaluate(conditions, real, batch_size=4, verbose=0, return_dict=True)
+    assert logs["distance"] == pytest.approx(np.mean(np.abs(fake - real)), rel=1e-5)
