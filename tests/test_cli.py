@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from onestep_gan.rdf2text import cli, evaluation
+from onestep_gan.rdf2text import cli, evaluation, runs
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.webnlg import Triple
 from tests.conftest import REPO_ROOT, fixture_2017_dir, load_example
@@ -443,3 +443,22 @@ def test_a_byte_order_mark_is_not_read_as_part_of_the_first_line(tmp_path):
     path.write_bytes(b"\xef\xbb\xbfA | b | C\nA | b | \xff\n")  # a bad byte is still named on its line
     with pytest.raises(ValueError, match=r"line 2: expected UTF-8 text. Received: bytes b.\\xff."):
         cli._read_text_lines(path, "Input file")
+
+
+def test_evaluate_run_dir_mines_the_aligner_from_the_runs_train_sample(tmp_path, monkeypatch):
+    """The MLE job mines its aligner from the train entries it sampled (`max_train_entries`):
+    `evaluate --run-dir` scores with that aligner, so that it repeats the run's own reports;
+    `--whole-train-aligner` mines the whole train split."""
+    hypotheses = tmp_path / "test_hypotheses.txt"
+    hypotheses.write_text("Aarhus Airport is the city served of Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
+    cli.MLEConfig(max_train_entries=1, seed=5).save(tmp_path / "config.json")
+    mined_from = []
+    original = SlotAligner.from_entries.__func__
+    monkeypatch.setattr(SlotAligner, "from_entries", classmethod(
+        lambda cls, entries, **kwargs: mined_from.append([e.texts for e in entries]) or original(cls, entries, **kwargs)))
+    argv = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017),
+            "--run-dir", str(tmp_path)]
+    assert cli.main(argv) == 0 and cli.main(argv + ["--whole-train-aligner"]) == 0
+    whole = runs.load_split("train", FIXTURE_2017)
+    assert len(whole) > 1
+    assert mined_from == [[e.texts for e in runs.load_split("train", FIXTURE_2017, 1, 5)], [e.texts for e in whole]]

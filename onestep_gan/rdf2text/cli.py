@@ -278,10 +278,11 @@ def _evaluate(args):
     hypotheses = _read_text_lines(hypotheses_path, "Hypotheses file")
     output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
     runs.check_output_dir(output_dir, "--output-dir")  # before the scoring's minutes, not after
-    limit, seed, holdout = None, 0, ()
+    limit, train_limit, seed, holdout = None, None, 0, ()
     if args.run_dir:  # a sampled run (--quick, --max-eval-entries) is scored on its own sample,
         config = runs.load_config(pathlib.Path(args.run_dir) / runs.CONFIG_FILE)  # and its own train
-        limit, seed, holdout = config.max_eval_entries, config.seed, config.holdout_categories
+        limit, train_limit, seed = config.max_eval_entries, config.max_train_entries, config.seed
+        holdout = config.holdout_categories
     # `runs.load_split` without its INFO line, which would make a user error two lines on stderr.
     entries = runs.hold_out_categories(webnlg.load_webnlg(args.split, args.data_dir), args.split, holdout)
     entries = runs.sample_entries(entries, limit, seed)
@@ -293,9 +294,14 @@ def _evaluate(args):
             + ("" if args.run_dir else " (for a sampled run, pass its --run-dir)")
         )
     name = args.name or f"{args.split}_evaluated"
-    aligner_holdout = () if args.whole_train_aligner else holdout
+    if args.whole_train_aligner:
+        train = webnlg.load_webnlg("train", args.data_dir)
+    else:  # the train entries the run mined its own aligner from
+        train = runs.sample_entries(
+            runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", holdout), train_limit, seed
+        )
     aligner = SlotAligner.from_entries(
-        runs.hold_out_categories(webnlg.load_webnlg("train", args.data_dir), "train", aligner_holdout),
+        train,
         min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
         attachments=args.attachments, value_shapes=args.value_shapes, foreign_known_only=args.foreign_known_only,
         of_phrases=args.of_phrases,
@@ -438,7 +444,8 @@ def build_parser():
     evaluate.add_argument("--output-dir", help="where the scores go (default: beside the hypotheses)")
     evaluate.add_argument("--name", help="file name prefix (default: {split}_evaluated)")
     evaluate.add_argument(
-        "--run-dir", help="the run that wrote the hypotheses: score the entries it sampled (--quick, --max-eval-entries)"
+        "--run-dir", help="the run that wrote the hypotheses: score the entries it sampled (--quick, --max-eval-entries) "
+        "with the aligner of the train entries it sampled"
     )
     evaluate.add_argument(
         "--min-foreign", type=_optional_float, default=None, metavar="SCORE",
@@ -475,8 +482,8 @@ def build_parser():
     )
     evaluate.add_argument(
         "--whole-train-aligner", action="store_true",
-        help="with --run-dir of a run with held-out categories: mine the slot aligner from the whole train split, "
-        "those categories' cues included (the run's own aligner has none for their predicates)",
+        help="with --run-dir: mine the slot aligner from the whole train split, not from the run's train entries "
+        "(held-out categories' cues included: the run's own aligner has none for their predicates)",
     )
     evaluate.set_defaults(handler=_evaluate)
     return parser
