@@ -455,30 +455,29 @@ def test_the_stage_config_refuses_what_the_stage_would_fail_on_or_round_off():
 
 
 
-@pytest.mark.parametrize("case, retrains", [
-    ("stage killed", False),  # the stage's backup left: the MLE run is not redone
-    ("stage killed before its backup", False),  # no stage report yet, no backup
-    ("other MLE settings", True),
-    ("MLE job killed", True),  # `train_and_evaluate` resumes it
-    ("chain finished", True),  # a rerun of a finished chain starts afresh, as `train` does
+@pytest.mark.parametrize("case, expected", [
+    ("stage killed", "stage"),  # the stage's backup left: the MLE run is not redone
+    ("stage killed before its backup", "stage"),  # no stage report yet, no backup
+    ("other MLE settings", "both"),
+    ("MLE job killed", "both"),  # `train_and_evaluate` resumes it
+    ("chain finished", "both"),  # a rerun of a finished chain starts afresh, as `train` does
+    ("stage killed, other MLE settings", "refused"),  # the backup would not resume on the new MLE run
+    ("stage killed, MLE job killed", "refused"),
 ])
 def test_chain_rerun_after_a_kill_in_the_stage_keeps_the_finished_mle_run(
-    adversarial_run, tmp_path, monkeypatch, case, retrains
+    adversarial_run, tmp_path, monkeypatch, capsys, case, expected
 ):
     mle_run, gan_run, _, _ = adversarial_run
     shutil.copytree(mle_run, tmp_path / "mle")
     shutil.copytree(gan_run, tmp_path / "gan")
     flags = list(TINY_MLE_FLAGS)
-    if case == "stage killed":
+    if case.startswith("stage killed"):
         (tmp_path / "gan" / runs.COMPARISON_FILE).unlink()
-        (tmp_path / "gan" / runs.BACKUP_DIR).mkdir()
-    elif case == "stage killed before its backup":
-        (tmp_path / "gan" / runs.COMPARISON_FILE).unlink()
-    elif case == "other MLE settings":
-        (tmp_path / "gan" / runs.BACKUP_DIR).mkdir()
+        if case != "stage killed before its backup":
+            (tmp_path / "gan" / runs.BACKUP_DIR).mkdir()
+    if "other MLE settings" in case:
         flags += ["--seed", "7"]
-    elif case == "MLE job killed":
-        (tmp_path / "gan" / runs.BACKUP_DIR).mkdir()
+    if "MLE job killed" in case:
         (tmp_path / "mle" / runs.BACKUP_DIR).mkdir()
     calls = []
     monkeypatch.setattr(mle, "train_and_evaluate", lambda config, data_dir, run_dir, enriched_dir: calls.append("mle"))
@@ -488,9 +487,15 @@ def test_chain_rerun_after_a_kill_in_the_stage_keeps_the_finished_mle_run(
         (pathlib.Path(run_dir) / runs.COMPARISON_FILE).write_text("compared\n")
 
     monkeypatch.setattr(adversarial, "train_adversarial", stage)
+    argv = ["chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path)] + flags
     with contextlib.redirect_stdout(io.StringIO()):
-        assert cli.main(["chain", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path)] + flags) == 0
-    assert calls == ["mle"] * retrains + [("stage", tmp_path / "mle", tmp_path / "gan")]
+        code = cli.main(argv)
+    if expected == "refused":
+        assert code == 2 and calls == []
+        assert "holds an interrupted adversarial stage" in capsys.readouterr().err
+        return
+    assert code == 0
+    assert calls == ["mle"] * (expected == "both") + [("stage", tmp_path / "mle", tmp_path / "gan")]
 
 
 def test_a_job_killed_in_a_finished_runs_folder_leaves_no_finished_run(adversarial_run, tmp_path, monkeypatch):
@@ -513,3 +518,20 @@ def test_a_job_killed_in_a_finished_runs_folder_leaves_no_finished_run(adversari
         warnings.simplefilter("ignore", UserWarning)
         mle.train_and_evaluate(tiny_config(), FIXTURE_2017, tmp_path / "mle")
     assert not runs.finished_run(tmp_path / "mle", runs.SUMMARY_FILE, tiny_config())
+
+
+@pytest.mark.slow
+def test_a_stage_backup_is_not_resumed_on_another_mle_run(adversarial_run, tmp_path, monkeypatch):
+    """The stage's backup holds G's fine-tuned weights: resumed on another MLE run (a `chain` rerun with
+    other MLE settings, `adversarial --mle-run-dir OTHER`), it would put them back over the new
+    generator. It is refused, naming what differs."""
+    mle_run, _, _, _ = adversarial_run
+    shutil.copytree(mle_run, tmp_path / "mle")
+    monkeypatch.setattr(adversarial.checkpoints.TrainingBackup, "delete", lambda self: None)  # kept, finished
+    _train_adversarial(tmp_path / "mle", tmp_path / "gan")
+    assert (tmp_path / "gan" / runs.BACKUP_DIR).is_dir()
+    config = json.loads((tmp_path / "mle" / runs.CONFIG_FILE).read_text())
+    config["seed"] += 1  # another MLE run: the same shapes, other weights
+    (tmp_path / "mle" / runs.CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"belongs to a run with other settings \(differing: \['mle_run'\]\)"):
+        _train_adversarial(tmp_path / "mle", tmp_path / "gan")

@@ -41,7 +41,7 @@ from onestep_gan.rdf2text import checkpoints, datasets, evaluation, runs
 from onestep_gan.rdf2text.discriminator import TextDiscriminator, check_compatible
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.hard_negatives import NEGATIVE_TYPES, build_negatives
-from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy, decoder_for
+from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy, decoder_for, trained_run_identity
 from onestep_gan.rdf2text.sampling import LinearSchedule, TextSampler
 
 logger = logging.getLogger(__name__)
@@ -421,8 +421,11 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     aligner = runs.load_aligner(mle_run_dir) or SlotAligner.from_entries(
         runs.load_split("train", data_dir, **holdout)
     )
+    # The backup holds G's fine-tuned weights: it resumes only on the MLE run it was made from
+    # (that run's training settings and best dev loss; decoding settings may change).
+    metadata = {**config.to_dict(), "mle_run": trained_run_identity(mle_run_dir, mle_config)}
     # Every input read and checked (an interrupted run's backup too): only now is the folder written.
-    checkpoints.TrainingBackup(run_dir / runs.BACKUP_DIR, metadata=config.to_dict()).check()
+    checkpoints.TrainingBackup(run_dir / runs.BACKUP_DIR, metadata=metadata).check()
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoints.remove_partial_files(run_dir)
     (run_dir / runs.COMPARISON_FILE).unlink(missing_ok=True)  # no finished run here until it is rewritten
@@ -456,7 +459,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     ])
     divergence = TerminateOnDivergence(monitor="loss", max_loss=config.max_loss)
     backup = checkpoints.TrainingBackup(
-        run_dir / runs.BACKUP_DIR, metadata=config.to_dict(), skip_if=lambda: divergence.diverged is not None
+        run_dir / runs.BACKUP_DIR, metadata=metadata, skip_if=lambda: divergence.diverged is not None
     )
 
     # Training and D's scores in steps that repeat bit for bit (decoding repeats anyway).

@@ -192,15 +192,20 @@ def _chain(args):
     run_dir = pathlib.Path(args.run_dir)
     mle_config = config_from_arguments(MLEConfig, args, args.quick)
     adversarial_config = AdversarialConfig.quick() if args.quick else AdversarialConfig()
-    if runs.finished_run(run_dir / "mle", runs.SUMMARY_FILE, mle_config) and not runs.finished_run(
-        run_dir / "gan", runs.COMPARISON_FILE
+    mle_dir, gan_dir = run_dir / "mle", run_dir / "gan"
+    if runs.finished_run(mle_dir, runs.SUMMARY_FILE, mle_config) and not runs.finished_run(
+        gan_dir, runs.COMPARISON_FILE
     ):  # killed in the stage: its MLE run is kept, and the stage resumes from its backup
-        logger.info("%s holds a finished MLE run of these settings: it is not trained again.", run_dir / "mle")
+        logger.info("%s holds a finished MLE run of these settings: it is not trained again.", mle_dir)
+    elif (gan_dir / runs.BACKUP_DIR).exists():  # refused now, not after the MLE job's hour
+        raise ValueError(
+            f"{gan_dir / runs.BACKUP_DIR} holds an interrupted adversarial stage, but {mle_dir} is not a finished "
+            f"MLE run of these settings. Expected the settings of {mle_dir / runs.CONFIG_FILE} (to resume the "
+            f"stage), or no {gan_dir / runs.BACKUP_DIR} (delete it to train both again)."
+        )
     else:
-        train_and_evaluate(mle_config, args.data_dir, run_dir / "mle", args.enriched_dir)
-    return _run_adversarial_stage(
-        adversarial_config, run_dir / "mle", run_dir / "gan", args.data_dir, args.enriched_dir
-    )
+        train_and_evaluate(mle_config, args.data_dir, mle_dir, args.enriched_dir)
+    return _run_adversarial_stage(adversarial_config, mle_dir, gan_dir, args.data_dir, args.enriched_dir)
 
 
 def _run_adversarial_stage(config, mle_run_dir, run_dir, data_dir, enriched_dir):

@@ -476,6 +476,14 @@ def _resume_metadata(config, fixed_shapes=False):
     return metadata
 
 
+def trained_run_identity(run_dir, config):
+    """What tells one finished MLE run's model from another's: its training settings and, from
+    `timing.json`, its best dev loss (None without the file); the same for a run decoded again."""
+    timing_path = pathlib.Path(run_dir) / runs.TIMING_FILE
+    timing = json.loads(timing_path.read_text(encoding="utf-8")) if timing_path.is_file() else {}
+    return {**_resume_metadata(config), "best_val_loss": timing.get("best_val_loss")}
+
+
 def format_training_time(timing):
     """`timing`'s training minutes and speed: "31.0 min (472 examples/s)"."""
     speed = timing["train_examples_per_second"]
