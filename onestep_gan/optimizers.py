@@ -51,27 +51,56 @@ class ScaledSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def _constant_learning_rate(optimizer):
-    """The optimizer's learning rate as a float, or None if it follows a schedule."""
-    learning_rate = optimizer.get_config()["learning_rate"]
+    """The optimizer's learning rate as a float, or None if it follows a schedule or a callable."""
+    learning_rate = optimizer._learning_rate  # what `get_config` would serialise: read, not serialised
+    if isinstance(learning_rate, keras.Variable) or ops.is_tensor(learning_rate):
+        return float(ops.convert_to_numpy(learning_rate))
     return float(learning_rate) if isinstance(learning_rate, numbers.Real) else None
 
 
 def _copy(optimizer, learning_rate_factor, suffix):
-    """A fresh copy of `optimizer` (no slots) with its learning rate (or schedule) scaled."""
-    config = optimizer.get_config()
-    learning_rate = config["learning_rate"]
-    if learning_rate_factor != 1.0:
-        if isinstance(learning_rate, numbers.Real):
-            config["learning_rate"] = learning_rate * learning_rate_factor
-        else:
-            config["learning_rate"] = ScaledSchedule(learning_rate, learning_rate_factor)
+    """A fresh copy of `optimizer` (no slots) with its learning rate (or schedule) scaled. A schedule
+    or callable is shared, not serialised: any one Keras trains with will do (saving needs it
+    serialisable, as for any Keras optimizer)."""
+    constant = _constant_learning_rate(optimizer)
+    schedule = optimizer._learning_rate
+    optimizer._learning_rate = 0.0  # `get_config` would serialise a schedule: the rest of the config only
+    try:
+        config = optimizer.get_config()
+    finally:
+        optimizer._learning_rate = schedule
+    if constant is not None:
+        config["learning_rate"] = constant * learning_rate_factor
+    elif learning_rate_factor == 1.0:
+        config["learning_rate"] = schedule
+    elif isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+        config["learning_rate"] = ScaledSchedule(schedule, learning_rate_factor)
+    else:  # a callable learning rate
+        config["learning_rate"] = lambda: schedule() * learning_rate_factor
     config["name"] = config["name"] + suffix
+    # Settings a GANOptimizer took over from this optimizer (it wraps the same object again).
+    config.update(getattr(optimizer, "_moved_to_gan_optimizer", {}))
     copy = optimizer.__class__.from_config(config)
     # Not in the config: the variables and name patterns excluded from weight decay.
     for attribute in ("_exclude_from_weight_decay", "_exclude_from_weight_decay_pattern"):
         if hasattr(optimizer, attribute):
             setattr(copy, attribute, getattr(optimizer, attribute))
     return copy
+
+
+def _take_over(optimizer, name):
+    """Moves the setting `name` (global_clipnorm, loss_scale_factor) off an inner optimizer and returns
+    it; the optimizer remembers it, so that a GANOptimizer wrapping it again (a second `compile` with
+    the same optimizer) takes the same value."""
+    moved = getattr(optimizer, "_moved_to_gan_optimizer", {})
+    value = getattr(optimizer, name)
+    if value is None:
+        value = moved.get(name)
+    if value is not None:
+        # Set past Keras' attribute tracking: a plain dict of two settings.
+        object.__setattr__(optimizer, "_moved_to_gan_optimizer", {**moved, name: value})
+    setattr(optimizer, name, None)
+    return value
 
 
 def no_generator_gradient_error(generator_variables):
@@ -170,16 +199,16 @@ class GANOptimizer(keras.optimizers.Optimizer):
                 )
             generator_optimizer = _copy(discriminator_optimizer, ratio, "_generator")
             # A plain optimizer's global norm is over all its variables: both nets.
-            if discriminator_optimizer.global_clipnorm:
-                if global_clipnorm is not None and global_clipnorm != discriminator_optimizer.global_clipnorm:
+            inner_clipnorm = _take_over(discriminator_optimizer, "global_clipnorm")
+            generator_optimizer.global_clipnorm = None
+            if inner_clipnorm:
+                if global_clipnorm is not None and global_clipnorm != inner_clipnorm:
                     raise ValueError(
                         "Expected one global_clipnorm. Received: "
                         f"global_clipnorm={global_clipnorm} and a discriminator_optimizer with "
-                        f"global_clipnorm={discriminator_optimizer.global_clipnorm}"
+                        f"global_clipnorm={inner_clipnorm}"
                     )
-                global_clipnorm = discriminator_optimizer.global_clipnorm
-                discriminator_optimizer.global_clipnorm = None
-                generator_optimizer.global_clipnorm = None
+                global_clipnorm = inner_clipnorm
         else:
             if generator_learning_rate_ratio is not None:
                 raise ValueError(
@@ -204,23 +233,14 @@ class GANOptimizer(keras.optimizers.Optimizer):
             ratio = None  # No fixed ratio to keep: a schedule, or D's rate is 0.
             if discriminator_rate and generator_rate is not None:
                 ratio = generator_rate / discriminator_rate
-        factors = {
-            factor
-            for factor in (
-                loss_scale_factor, discriminator_optimizer.loss_scale_factor,
-                generator_optimizer.loss_scale_factor,
-            )
-            if factor is not None
-        }
+        inner_factors = [_take_over(part, "loss_scale_factor") for part in (discriminator_optimizer, generator_optimizer)]
+        factors = {factor for factor in (loss_scale_factor, *inner_factors) if factor is not None}
         if len(factors) > 1:
             raise ValueError(
                 "Expected one loss_scale_factor for the one loss of G and D. Received: "
                 f"loss_scale_factor={loss_scale_factor}, discriminator_optimizer's "
-                f"{discriminator_optimizer.loss_scale_factor}, generator_optimizer's "
-                f"{generator_optimizer.loss_scale_factor}"
+                f"{inner_factors[0]}, generator_optimizer's {inner_factors[1]}"
             )
-        discriminator_optimizer.loss_scale_factor = None
-        generator_optimizer.loss_scale_factor = None
         accumulation = discriminator_optimizer.gradient_accumulation_steps or generator_optimizer.gradient_accumulation_steps
         if global_clipnorm and accumulation:
             # Keras clips the accumulated gradient when it applies it; the joint norm, taken here

@@ -253,3 +253,40 @@ def test_iterations_count_the_steps_whichever_net_is_frozen(frozen):
         for _ in range(3):
             gan.train_on_batch(conditions, real)
     assert int(keras.ops.convert_to_numpy(gan.optimizer.iterations)) == 3
+
+
+def test_wrapping_one_optimizer_again_keeps_its_global_clipnorm_and_loss_scale_factor():
+    """`compile` again with the same optimizer object (the frozen-part warning asks for it) clips and
+    scales as the first compile did: the settings the first GANOptimizer took over are not lost."""
+    for factor, g_expected, d_expected in ((8.0, [0.3, 0.4], [0.0, 1.2]), (20.0, [0.15, 0.2], [0.0, 0.6])):
+        inner = keras.optimizers.SGD(1.0, global_clipnorm=1.3, loss_scale_factor=factor)
+        first = onestep_gan.GANOptimizer(inner)
+        second = onestep_gan.GANOptimizer(inner)
+        assert (second.global_clipnorm, second.loss_scale_factor) == (first.global_clipnorm, first.loss_scale_factor)
+        assert (second.global_clipnorm, second.loss_scale_factor) == (1.3, factor)
+        # Unscaled (norm 13 / factor), then clipped jointly to 1.3 if above it.
+        g_step, d_step = clip_setup(second)
+        np.testing.assert_allclose(g_step, g_expected, rtol=1e-5)
+        np.testing.assert_allclose(d_step, d_expected, rtol=1e-5)
+
+
+class HalvingSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """A user's schedule, neither serialisable nor registered (Keras trains with it)."""
+
+    def __call__(self, step):
+        return 0.1 * keras.ops.power(0.5, keras.ops.cast(step, "float32"))
+
+
+@pytest.mark.parametrize("ratio", [None, 0.5])
+@pytest.mark.parametrize("learning_rate", ["schedule", "callable"])
+def test_an_unserialisable_schedule_or_callable_learning_rate_trains(learning_rate, ratio):
+    rate = HalvingSchedule() if learning_rate == "schedule" else (lambda: 0.025)
+    kwargs = {} if ratio is None else {"generator_learning_rate_ratio": ratio}
+    optimizer = onestep_gan.GANOptimizer(keras.optimizers.SGD(rate), **kwargs)
+    gan, conditions, real = gan_with(optimizer)
+    gan.fit(conditions, real, batch_size=4, epochs=1, verbose=0)  # 2 steps
+    d_rate = float(optimizer.discriminator_optimizer.learning_rate)
+    assert d_rate == pytest.approx(0.025)
+    assert float(optimizer.generator_optimizer.learning_rate) == pytest.approx(d_rate * (ratio or 1.0))
+    explicit = onestep_gan.GANOptimizer(keras.optimizers.SGD(rate), generator_optimizer=keras.optimizers.SGD(rate))
+    assert explicit.generator_learning_rate_ratio is None  # no fixed ratio to keep
