@@ -497,3 +497,27 @@ def test_sampler_forward_and_backward_compile_with_xla(feedback_gradient):
     assert all(gradient is not None for gradient in gradients)
     assert all(np.all(np.isfinite(ops.convert_to_numpy(gradient))) for gradient in gradients)
     assert int(sampler.step_counter.numpy()) == 1
+
+
+@pytest.mark.parametrize("feedback_gradient", [True, False])
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_the_sampler_runs_under_mixed_precision(policy, feedback_gradient):
+    """The inverse temperature is float32; the scores and the Gumbel noise are float32 too (in
+    float16 the noise's uniform floor rounds to 0: -inf draws), the samples exact one-hots in the
+    compute dtype, which D reads."""
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        keras.utils.set_random_seed(0)
+        generator = TransformerGenerator(
+            vocabulary_size=13, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
+            feedforward_dim=32, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0, placeholder_ids=(4, 5, 6),
+        )
+        sampler = TextSampler(generator, max_length=6, seed=1, feedback_gradient=feedback_gradient)
+        source = np.array([[7, 4, 8, 5, 0], [9, 6, 10, 0, 0]], "int32")
+        texts = sampler(source, training=True)
+        assert keras.backend.standardize_dtype(texts.dtype) == keras.mixed_precision.global_policy().compute_dtype
+        values = ops.convert_to_numpy(ops.cast(texts, "float32"))
+        np.testing.assert_array_equal(values.sum(axis=-1), np.ones((2, 6)))
+        assert set(np.unique(values)) <= {0.0, 1.0}
+    finally:
+        keras.mixed_precision.set_global_policy("float32")

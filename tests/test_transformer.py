@@ -324,3 +324,29 @@ def test_copying_output_layer_equals_a_gather_and_select_to_the_last_bit():
     embedding_gradient = ops.convert_to_numpy(ours_gradients[0])
     np.testing.assert_array_equal(embedding_gradient[list(COPY["placeholder_ids"])], 0.0)
     assert np.abs(embedding_gradient).sum() > 0
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_the_copy_head_has_finite_gradients_under_mixed_precision(policy):
+    """Under mixed_float16 the pointer's mask value (-1e9) is -inf in float16: a logsumexp over a
+    placeholder the source lacks was all -inf, and its discarded branch's gradient NaN everywhere."""
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        keras.utils.set_random_seed(0)
+        model = TransformerGenerator(
+            vocabulary_size=13, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
+            feedforward_dim=32, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0, placeholder_ids=(4, 5, 6),
+        )
+        source = np.array([[7, 4, 8, 5, 0], [9, 6, 10, 0, 0]], "int32")  # each row lacks a placeholder
+        target = np.array([[2, 4, 9, 5, 3, 0], [2, 6, 11, 3, 0, 0]], "int32")
+
+        def loss():
+            logits = model({"source": source, "target": target}, training=True)
+            return ops.mean(ops.square(ops.cast(logits, "float32")))
+
+        model({"source": source, "target": target})
+        value, gradients = value_and_gradients(loss, model.trainable_variables)
+        assert np.isfinite(float(value))
+        assert all(np.all(np.isfinite(ops.convert_to_numpy(g))) for g in gradients if g is not None)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")

@@ -347,10 +347,11 @@ class TextSampler(keras.Model):
         batch_size = ops.shape(source_ids)[0]
         # All Gumbel noise in one stateless draw outside the loop: no RNG state changes
         # inside the loop body (simpler under XLA), and one kernel instead of max_length.
+        # float32 under any policy, as the scores are: in float16 the uniform's floor rounds to 0.
         noise = gumbel_noise(
             (self.max_length, batch_size, generator.vocabulary_size),
             seed=self.seed_generator,
-            dtype=memory.dtype,
+            dtype="float32",
         )  # (max_length, batch, vocab)
         if self.feedback_gradient:
             return self._free_run(memory, source_mask, source_ids, noise, beta, training)
@@ -383,7 +384,7 @@ class TextSampler(keras.Model):
             """One position: the sample (PAD for finished rows), the updated flags and cache."""
             logits, cache = generator.decode_step(token, step, cache, training=training)
             scores = beta * (ops.cast(logits, noise.dtype) + step_noise)
-            sample = _straight_through_softmax(scores)  # (batch, vocab)
+            sample = ops.cast(_straight_through_softmax(scores), memory.dtype)  # (batch, vocab), exact one-hots
             sample = ops.where(finished[:, None], pad_one_hot, sample)
             finished = ops.logical_or(finished, ops.argmax(sample, axis=-1) == generator.eos_id)
             return sample, finished, cache
@@ -419,7 +420,7 @@ class TextSampler(keras.Model):
             sample, finished, cache = sample_step(token, finished, cache, step, ops.take(noise, step, axis=0))
             return step + 1, sample, finished, written.write(step, sample), cache
 
-        written = tf.TensorArray(noise.dtype, size=max_length, element_shape=(None, ops.shape(noise)[2]))
+        written = tf.TensorArray(token.dtype, size=max_length, element_shape=(None, ops.shape(noise)[2]))
         step = ops.convert_to_tensor(0, dtype="int32")
         num_steps, _, _, written, _ = ops.while_loop(
             condition, body, (step, token, finished, written, cache), maximum_iterations=max_length
@@ -445,7 +446,7 @@ class TextSampler(keras.Model):
         logits = generator.decode(prefix, memory, source_mask, training=training, source_ids=source_ids)
         scores = beta * (ops.cast(logits, noise.dtype) + ops.transpose(noise, (1, 0, 2)))
         soft = ops.softmax(scores, axis=-1)
-        samples = texts + (soft - ops.stop_gradient(soft))
+        samples = texts + ops.cast(soft - ops.stop_gradient(soft), texts.dtype)
         is_eos = ops.cast(ops.equal(ids, generator.eos_id), "int32")
         finished_before = (ops.cumsum(is_eos, axis=1) - is_eos) > 0  # (batch, max_length)
         return ops.where(finished_before[..., None], self._pad_one_hot(texts.dtype)[None], samples)

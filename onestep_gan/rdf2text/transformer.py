@@ -175,14 +175,16 @@ class TransformerGenerator(TransformerBackbone):
         logits = ops.matmul(hidden, output_matrix * keep) + self.output_bias * ops.cast(keep, self.output_bias.dtype)
         placeholder_ids = ops.convert_to_tensor(self.placeholder_ids, dtype="int32")
         slots = ops.equal(ops.cast(source_ids, "int32")[:, :, None], placeholder_ids)  # (b, s, P)
-        scores = ops.einsum("btd,bsd->bts", self.copy_query(hidden), copy_keys)
-        scores = scores * ops.cast(1.0 / math.sqrt(self.model_dim), scores.dtype)
+        # The pointer in float32 under any policy: its mask value is -inf in float16, and a
+        # logsumexp over only masked entries then has NaN gradients.
+        scores = ops.cast(ops.einsum("btd,bsd->bts", self.copy_query(hidden), copy_keys), "float32")
+        scores = scores * (1.0 / math.sqrt(self.model_dim))
         holds_placeholder = ops.any(slots, axis=-1)[:, None, :]  # (b, 1, s)
-        scores = ops.where(holds_placeholder, scores, ops.cast(_MASK_VALUE, scores.dtype))
+        scores = ops.where(holds_placeholder, scores, _MASK_VALUE)
         pointer = ops.log_softmax(scores, axis=-1)  # (b, t, s), over placeholder positions
         slot_bias = ops.where(slots, 0.0, _MASK_VALUE)[:, None, :, :]  # (b, 1, s, P)
-        per_placeholder = ops.logsumexp(pointer[..., None] + ops.cast(slot_bias, pointer.dtype), axis=2)
-        copy_logits = self.copy_gate(hidden) + per_placeholder  # (b, t, P)
+        per_placeholder = ops.logsumexp(pointer[..., None] + slot_bias, axis=2)
+        copy_logits = ops.cast(self.copy_gate(hidden), "float32") + per_placeholder  # (b, t, P)
         absent = ops.logical_not(ops.any(slots, axis=1))[:, None, :]  # (b, 1, P)
         copy_logits = ops.where(absent, ops.cast(_ABSENT_PLACEHOLDER_LOGIT, copy_logits.dtype), copy_logits)
         copied = ops.matmul(copy_logits, ops.cast(scatter, copy_logits.dtype))  # (b, t, vocab)
