@@ -12,7 +12,7 @@ import pytest
 from keras import ops
 
 from onestep_gan.gradients import value_and_gradients
-from onestep_gan.rdf2text import inference, mle, preprocessing, runs, webnlg
+from onestep_gan.rdf2text import averaging, inference, mle, preprocessing, runs, webnlg
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.faithfulness import SlotAligner
 from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy
@@ -527,3 +527,28 @@ def test_a_compiled_train_step_trains_on_batches_of_fixed_widths(jit_compile, tm
     assert seen == [False, fixed_shapes, fixed_shapes]
     assert results["timing"]["epochs_trained"] == 1
     assert MLEConfig.load(tmp_path / "run" / runs.CONFIG_FILE).jit_compile == jit_compile
+
+
+def test_the_best_epoch_skips_a_diverged_epochs_nan_dev_loss():
+    """As ModelCheckpoint(save_best_only=True) chose it: np.argmin would pick the NaN epoch, whose
+    weights then joined the averaging window."""
+    logs = [{"val_loss": 2.0}, {"val_loss": 1.0}, {"val_loss": float("nan")}, {"val_loss": 1.5}, {}]
+    assert mle.best_epoch_of(logs) == (2, 1.0)
+    assert mle.best_epoch_of([{"val_loss": float("nan")}, {}]) == (None, None)
+
+
+def test_a_negative_early_stopping_patience_is_refused_before_training():
+    with pytest.raises(ValueError, match=r"early_stopping_patience` must be >= 0.*Received: early_stopping_patience=-3"):
+        tiny_config(early_stopping_patience=-3)
+
+
+@pytest.mark.slow
+def test_a_new_run_in_a_used_folder_leaves_no_epoch_weights_of_the_old_run(tmp_path):
+    """`decode` averages whenever `epoch_weights/` exists: a run trained without averaging in the
+    folder of one with it must not leave the old run's epoch files there."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        mle.train_and_evaluate(tiny_config(average_checkpoints=2, epochs=2), FIXTURE_2017, tmp_path)
+        assert (tmp_path / averaging.EPOCH_WEIGHTS_DIR).is_dir()
+        mle.train_and_evaluate(tiny_config(average_checkpoints=1, epochs=2), FIXTURE_2017, tmp_path)
+    assert not (tmp_path / averaging.EPOCH_WEIGHTS_DIR).exists()

@@ -323,6 +323,11 @@ class MLEConfig(_Serialisable):
         for name in ("batch_size", "epochs", "decode_batch_size", "beam_width", "model_dim", "average_checkpoints"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
+        if int(self.early_stopping_patience) < 0:
+            raise ValueError(
+                "`early_stopping_patience` must be >= 0 (epochs without a better dev loss). "
+                f"Received: early_stopping_patience={self.early_stopping_patience}"
+            )
         self.bucket_boundaries = tuple(int(boundary) for boundary in self.bucket_boundaries)
         self.holdout_categories = tuple(str(category) for category in self.holdout_categories)
         if not 0 <= float(self.predicate_word_dropout) < 1:

@@ -27,6 +27,7 @@ import importlib.util
 import json
 import logging
 import pathlib
+import shutil
 import time
 
 import keras
@@ -307,6 +308,8 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoints.remove_partial_files(run_dir)
     (run_dir / runs.SUMMARY_FILE).unlink(missing_ok=True)  # the folder holds no finished run until it is rewritten
+    if not backup.exists():  # a new run: an earlier run's epoch files would be averaged by `decode`
+        shutil.rmtree(run_dir / averaging.EPOCH_WEIGHTS_DIR, ignore_errors=True)
     checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, config.save)
     checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
     callbacks = [
@@ -346,8 +349,8 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     process_train_seconds = time.perf_counter() - train_start
     epochs_trained = len(backup.epoch_logs)  # resumed epochs included
     epochs_this_process = epochs_trained - initial_epoch  # what process_train_seconds timed
-    val_losses = [logs["val_loss"] for logs in backup.epoch_logs if "val_loss" in logs]
-    best_epoch = int(np.argmin(val_losses)) + 1 if val_losses else epochs_trained
+    best_epoch, best_val_loss = best_epoch_of(backup.epoch_logs)
+    best_epoch = best_epoch or epochs_trained
 
     # 3. Decode dev and test with the best checkpoint (or the average of the epochs ending at
     #    it); score.
@@ -382,13 +385,24 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
         "decode_seconds": decode_seconds,
         "decode_sentences_per_second": decoded / max(sum(decode_seconds.values()), 1e-9),
         "total_seconds": time.perf_counter() - start_time,
-        "best_val_loss": float(np.min(val_losses)) if val_losses else None,
+        "best_val_loss": best_val_loss,
     }
     checkpoints.atomic_write(run_dir / runs.TIMING_FILE, json.dumps(timing, indent=2) + "\n")
     _write_summary(run_dir, config, results, timing)
     backup.delete()  # the run is complete: a rerun starts afresh
     logger.info("Done in %.1f min; outputs in %s", timing["total_seconds"] / 60, run_dir)
     return {**results, "timing": timing, "run_dir": str(run_dir)}
+
+
+def best_epoch_of(epoch_logs):
+    """`(epoch, val_loss)` of the lowest dev loss in `fit`'s epoch logs (epochs counted from 1), as
+    `ModelCheckpoint(save_best_only=True)` chose it: a NaN loss (a diverged epoch) is never the best.
+    `(None, None)` without a finite dev loss."""
+    losses = np.array([logs.get("val_loss", np.nan) for logs in epoch_logs], dtype="float64")
+    if not np.isfinite(losses).any():
+        return None, None
+    epoch = int(np.nanargmin(np.where(np.isfinite(losses), losses, np.nan)))
+    return epoch + 1, float(losses[epoch])
 
 
 def training_dataset(config, preprocessor, train_examples, initial_epoch=0, train_entries=None, fixed_shapes=False):
