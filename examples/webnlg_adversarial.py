@@ -54,7 +54,7 @@ def main(argv=None):
         if not args.quick:
             parser.error("--mle-run-dir is required without --quick (run examples/webnlg.py first)")
         mle_run_dir = os.path.join(args.run_dir, "mle")
-        mle.train_and_evaluate(MLEConfig.quick(), args.data_dir, mle_run_dir)
+        mle.train_and_evaluate(MLEConfig.quick(), args.data_dir, mle_run_dir, args.enriched_dir)
     adversarial.train_adversarial(config, mle_run_dir, args.run_dir, args.data_dir, args.enriched_dir)
 
 

@@ -18,10 +18,9 @@ Each variant takes 10-15 minutes on 2 CPU cores at the default sizes.
 import argparse
 import json
 import os
-import subprocess
 import sys
 
-from onestep_gan.rdf2text.cli import add_enriched_dir_argument, run_script
+from onestep_gan.rdf2text.cli import add_enriched_dir_argument, run_child, run_script
 
 # name -> extra arguments of examples/webnlg_adversarial.py (on top of its defaults).
 VARIANTS = {
@@ -121,8 +120,7 @@ def main(argv=None):
             command += VARIANTS[name]
             print("running:", " ".join(command), flush=True)
             os.makedirs(run_dir, exist_ok=True)
-            with open(os.path.join(run_dir, "stdout.log"), "a") as log:
-                subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+            run_child(command, os.path.join(run_dir, "stdout.log"))
     print(table(args.mle_run_dir, args.sweep_dir, args.variants))
 
 

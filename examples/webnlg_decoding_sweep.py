@@ -57,7 +57,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n")[0])
     parser.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
     parser.add_argument("--data-dir", default=None, help="WebNLG 2017 folder (default: $WEBNLG_DIR)")
-    parser.add_argument("--settings", nargs="+", default=["4,0.6,0", "4,0.6,1", "8,0.6,1", "12,0.6,1"])
+    parser.add_argument("--settings", nargs="+", type=decoding_setting, default=["4,0.6,0", "4,0.6,1", "8,0.6,1", "12,0.6,1"],
+                        metavar="BEAM_WIDTH,LENGTH_PENALTY,RERANK[,MIN_FOREIGN]")
     parser.add_argument("--average-checkpoints", type=int, nargs="+", default=None,
                         help="windows to compare (default: the run's model file as it is)")
     parser.add_argument("--interpolate-with", default=None, metavar="RUN",
@@ -128,6 +129,24 @@ def mask_predicate_words(examples, preprocessor, rate, seed):
         source_ids = np.where(dropped, preprocessor.unk_id, np.asarray(example.source_ids)).tolist()
         masked.append(dataclasses.replace(example, source_ids=tuple(source_ids)))
     return masked
+
+
+def decoding_setting(text):
+    """An argparse type: `text` if it is `BEAM_WIDTH,LENGTH_PENALTY,RERANK[,MIN_FOREIGN]`, checked when
+    the flags are read, not when the sweep reaches it."""
+    parts = text.split(",")
+    try:
+        if len(parts) not in (3, 4) or int(parts[0]) < 1 or parts[2] not in ("0", "1"):
+            raise ValueError
+        float(parts[1])
+        if len(parts) == 4:
+            _optional_float(parts[3])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "expected BEAM_WIDTH,LENGTH_PENALTY,RERANK[,MIN_FOREIGN]: a beam width >= 1, a number, 0 or 1, "
+            f"and a number or none (e.g. 12,0.6,1). Received: {text!r}"
+        ) from None
+    return text
 
 
 def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, weights_label):

@@ -19,10 +19,9 @@ import argparse
 import json
 import pathlib
 import statistics
-import subprocess
 import sys
 
-from onestep_gan.rdf2text.cli import add_enriched_dir_argument, run_script
+from onestep_gan.rdf2text.cli import add_enriched_dir_argument, run_child, run_script
 
 ROWS = (
     ("test BLEU-2017 all", "test", "all", "bleu_2017", 1),
@@ -118,8 +117,7 @@ def main(argv=None):
                 if args.enriched_dir:
                     command += ["--enriched-dir", args.enriched_dir]
                 print("running:", " ".join(command), flush=True)
-                with open(run_dir / "stdout.log", "a", encoding="utf-8") as log:
-                    subprocess.run(command, check=True, stdout=log, stderr=subprocess.STDOUT)
+                run_child(command, run_dir / "stdout.log")
     print(tables(args.mle_run_dir, args.study_dir, args.seeds))
 
 

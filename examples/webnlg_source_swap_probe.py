@@ -39,6 +39,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras  # noqa: E402
 
 from onestep_gan.rdf2text import runs  # noqa: E402
+from onestep_gan.rdf2text.cli import run_script  # noqa: E402
 
 
 def swap_ids(ids, first, second):
@@ -145,4 +146,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

@@ -535,3 +535,17 @@ def test_a_stage_backup_is_not_resumed_on_another_mle_run(adversarial_run, tmp_p
     (tmp_path / "mle" / runs.CONFIG_FILE).write_text(json.dumps(config))
     with pytest.raises(ValueError, match=r"belongs to a run with other settings \(differing: \['mle_run'\]\)"):
         _train_adversarial(tmp_path / "mle", tmp_path / "gan")
+
+
+def test_the_adversarial_scripts_quick_mle_run_gets_the_enriched_folder(tmp_path, monkeypatch):
+    """`examples/webnlg_adversarial.py --quick` without --mle-run-dir trains a quick MLE run first; the
+    quick MLE config reads gold mentions, so --enriched-dir must reach it (it was dropped)."""
+    from tests.conftest import load_example
+
+    script = load_example("webnlg_adversarial.py")
+    calls = []
+    monkeypatch.setattr(mle, "train_and_evaluate", lambda *args: calls.append(("mle", args[1:])))
+    monkeypatch.setattr(adversarial, "train_adversarial", lambda *args: calls.append(("stage", args[1:])))
+    script.main(["--quick", "--run-dir", str(tmp_path), "--data-dir", "DATA", "--enriched-dir", "ENRICHED"])
+    mle_dir = str(tmp_path / "mle")
+    assert calls == [("mle", ("DATA", mle_dir, "ENRICHED")), ("stage", (mle_dir, str(tmp_path), "DATA", "ENRICHED"))]

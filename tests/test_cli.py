@@ -462,3 +462,19 @@ def test_evaluate_run_dir_mines_the_aligner_from_the_runs_train_sample(tmp_path,
     whole = runs.load_split("train", FIXTURE_2017)
     assert len(whole) > 1
     assert mined_from == [[e.texts for e in runs.load_split("train", FIXTURE_2017, 1, 5)], [e.texts for e in whole]]
+
+
+def test_a_failed_child_run_is_one_line_naming_its_log(tmp_path):
+    """`cli.run_child` (the sweep and seed-study scripts' child runs): a failed child is a ValueError
+    with the log's path and the child's last line, which `run_script` prints as one line."""
+    import sys
+
+    log = tmp_path / "stdout.log"
+    command = [sys.executable, "-c", "import sys; print('epoch 1'); sys.exit('Run folder X: expected a folder.')"]
+    with pytest.raises(ValueError) as raised:
+        cli.run_child(command, log)
+    message = str(raised.value)
+    assert "exit status 1" in message and str(log) in message
+    assert message.endswith("Last line: Run folder X: expected a folder.")
+    cli.run_child([sys.executable, "-c", "print('fine')"], log)  # appended, no error
+    assert log.read_text().splitlines()[-1] == "fine"

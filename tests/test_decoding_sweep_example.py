@@ -69,3 +69,11 @@ def test_a_run_with_held_out_categories_gets_a_row_for_dev_seen_and_unseen(tmp_p
     assert [row[4] for row in rows] == ["all", "seen", "unseen"]
     # The run's own settings (beam 2, length penalty 0.6, reranked): the run's own dev scores.
     assert [float(row[5]) for row in rows] == [round(results["dev"][name]["bleu_2017"], 2) for name in ("all", "seen", "unseen")]
+
+
+@pytest.mark.parametrize("setting", ["12,0.6", "12,x,1", "0,0.6,1", "12,0.6,yes", "12,0.6,1,many"])
+def test_a_bad_setting_is_refused_when_the_flags_are_read(setting, capsys):
+    with pytest.raises(SystemExit) as raised:
+        decoding_sweep.main(["--run-dir", "RUN", "--settings", "4,0.6,0", setting])
+    assert raised.value.code == 2
+    assert "expected BEAM_WIDTH,LENGTH_PENALTY,RERANK[,MIN_FOREIGN]" in capsys.readouterr().err

@@ -21,7 +21,7 @@ def test_each_stage_gets_the_seed_weight_and_the_corpus_folders(tmp_path, monkey
     for name in ("adversarial_dev_scores.json", "adversarial_test_scores.json", "adversarial_summary.json"):
         (finished / name).write_text("{}")
     commands = []
-    monkeypatch.setattr(script.subprocess, "run", lambda command, **kwargs: commands.append(command))
+    monkeypatch.setattr(script, "run_child", lambda command, log_path: commands.append(command))
     monkeypatch.setattr(script, "tables", lambda *args: "")
     script.main(["--mle-run-dir", str(mle_run), "--study-dir", str(tmp_path / "study"), "--data-dir", "DATA",
                  "--enriched-dir", "ENRICHED", "--seeds", "1234", "2"])

@@ -529,6 +529,23 @@ def run_script(main_function):
         return _user_error(error, program=pathlib.Path(sys.argv[0]).name)
 
 
+def run_child(command, log_path):
+    """Runs a job's `command` (an example script's child run), its output appended to `log_path`;
+    a failed child is a `ValueError` naming the log and quoting its last line (the child's one-line
+    error), for `run_script` to print, not a `CalledProcessError` traceback."""
+    import subprocess
+
+    log_path = pathlib.Path(log_path)
+    with open(log_path, "a", encoding="utf-8") as log:
+        returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
+    if returncode != 0:
+        lines = [line for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        raise ValueError(
+            f"{' '.join(map(str, command[1:3]))} ... failed (exit status {returncode}); its output is in {log_path}. "
+            f"Last line: {lines[-1].strip() if lines else '(none)'}"
+        )
+
+
 def main(argv=None):
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
