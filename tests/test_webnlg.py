@@ -275,3 +275,40 @@ def test_real_2017_corpus_counts(webnlg_path):
             total += len(example.entity_map)
             found += len(set(example.entity_map) & set(example.target_tokens))
     assert found / total > 0.9
+
+
+@pytest.mark.parametrize("framing", ["chunked", "content-length"])
+def test_a_download_cut_mid_transfer_is_one_line_and_leaves_nothing(tmp_path, framing):
+    """A server that closes the connection early: chunked, `http.client.IncompleteRead` escaped as a
+    traceback; with a Content-Length, the short file was only reported as failing its SHA-256."""
+    import socket
+    import threading
+
+    from onestep_gan.rdf2text import download
+
+    response = {
+        "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n10\r\n0123",
+        "content-length": b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 100,
+    }[framing]
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+
+    def serve():
+        connection, _ = server.accept()
+        connection.recv(65536)
+        connection.sendall(response)
+        connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/data.zip"
+    try:
+        with pytest.raises(ValueError) as error:
+            download.fetch_archive(url, "0" * 64, cache_dir=str(tmp_path / "cache"), progress=False)
+    finally:
+        thread.join(5)
+        server.close()
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(f"Cannot download {url}: the transfer ended early"), message
+    assert _cache_listing(tmp_path / "cache") == []

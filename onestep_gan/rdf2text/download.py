@@ -19,6 +19,7 @@ Keras finds it: `cache_dir`, else `$KERAS_HOME`, else `~/.keras`.
 """
 
 import hashlib
+import http.client
 import logging
 import os
 import pathlib
@@ -123,20 +124,26 @@ def _download(url, archive, sha256, progress):
     partial = _partial(archive)
     hasher = hashlib.sha256()
     logger.info("Downloading %s to %s", url, archive)
+    length, done = None, 0
     try:
         with urllib.request.urlopen(url, timeout=_TIMEOUT_SECONDS) as response, open(partial, "wb") as file:
             length = response.headers.get("Content-Length")
             progress_bar = _progress_bar(int(length) if length else None) if progress else None
-            done = 0
             while chunk := response.read(_CHUNK_BYTES):
                 file.write(chunk)
                 hasher.update(chunk)
                 done += len(chunk)
                 if progress_bar is not None:
                     progress_bar.update(done)
+            if length and done < int(length):  # the server closed the connection early
+                raise http.client.IncompleteRead(b"", int(length) - done)
             file.flush()
             os.fsync(file.fileno())
-    except (urllib.error.URLError, OSError, ValueError) as error:
+    except http.client.IncompleteRead:  # a chunked transfer cut short raises it itself
+        partial.unlink(missing_ok=True)
+        of = f" of {int(length)}" if length else ""  # a chunked transfer does not say its length
+        raise ValueError(f"Cannot download {url}: the transfer ended early (received {done}{of} bytes).") from None
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
         partial.unlink(missing_ok=True)
         reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or error
         raise ValueError(f"Cannot download {url}: {' '.join(str(reason).split())}.") from None
