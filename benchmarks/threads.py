@@ -98,7 +98,7 @@ def main():
         return worker(args)
 
     common = ["--batches", str(args.batches), "--rounds", str(args.rounds)] + (["--quick"] if args.quick else [])
-    common += ["--data-dir", args.data_dir] if args.data_dir else []
+    common += ["--data-dir", os.path.abspath(args.data_dir)] if args.data_dir else []  # the workers run in benchmarks/
     here = os.path.dirname(os.path.abspath(__file__))
     workers, ready = {}, {}
     for name in args.variants:  # started one after another, so no warm-up overlaps another's
