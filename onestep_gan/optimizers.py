@@ -309,10 +309,16 @@ class GANOptimizer(keras.optimizers.Optimizer):
         if generator_variables and all(grad is None for grad in generator_grads):
             raise no_generator_gradient_error(generator_variables)
         grads = generator_grads + discriminator_grads
+        # As Keras' own apply: a variable overwritten with its "gradient" (float8 scales and amax
+        # history) takes it as its new value, neither unscaled nor in the norm.
+        overwritten = [
+            getattr(variable, "overwrite_with_gradient", False)
+            for variable in generator_variables + discriminator_variables
+        ]
         if self.loss_scale_factor is not None:
-            grads = [None if g is None else g / self.loss_scale_factor for g in grads]
+            grads = [g if g is None or over else g / self.loss_scale_factor for g, over in zip(grads, overwritten)]
         if self.global_clipnorm:
-            grads = self._clip_by_joint_norm(grads)
+            grads = self._clip_by_joint_norm(grads, overwritten)
         count = len(generator_grads)
         if generator_variables:
             self.generator_optimizer.apply(grads[:count], generator_variables)
@@ -321,13 +327,13 @@ class GANOptimizer(keras.optimizers.Optimizer):
         # Its own count of steps: an inner optimizer's stays at 0 while its net is frozen.
         self._iterations.assign_add(1)
 
-    def _clip_by_joint_norm(self, grads):
-        present = [g for g in grads if g is not None]
+    def _clip_by_joint_norm(self, grads, overwritten):
+        present = [g for g, over in zip(grads, overwritten) if g is not None and not over]
         if not present:
             return grads
         norm = ops.sqrt(sum(ops.sum(ops.square(ops.cast(g, "float32"))) for g in present))
         factor = self.global_clipnorm / ops.maximum(norm, self.global_clipnorm)
-        return [None if g is None else g * ops.cast(factor, g.dtype) for g in grads]
+        return [g if g is None or over else g * ops.cast(factor, g.dtype) for g, over in zip(grads, overwritten)]
 
     def stateless_apply(self, optimizer_variables, grads, trainable_variables):
         """`apply` without side effects, for the JAX trainer: takes and returns values.

@@ -290,3 +290,21 @@ def test_an_unserialisable_schedule_or_callable_learning_rate_trains(learning_ra
     assert float(optimizer.generator_optimizer.learning_rate) == pytest.approx(d_rate * (ratio or 1.0))
     explicit = onestep_gan.GANOptimizer(keras.optimizers.SGD(rate), generator_optimizer=keras.optimizers.SGD(rate))
     assert explicit.generator_learning_rate_ratio is None  # no fixed ratio to keep
+
+
+def test_a_variable_overwritten_with_its_gradient_is_neither_unscaled_nor_clipped():
+    """float8 layers' scales and amax history are `overwrite_with_gradient` variables: their
+    "gradient" is their new value, which Keras' own apply leaves out of the loss-scale undoing
+    and of the global norm."""
+    optimizer = onestep_gan.GANOptimizer(keras.optimizers.SGD(1.0), global_clipnorm=1.3, loss_scale_factor=8.0)
+    g_var, d_var = keras.Variable(np.zeros(2, "float32")), keras.Variable(np.zeros(2, "float32"))
+    scale = keras.Variable(np.ones(1, "float32"))
+    scale.overwrite_with_gradient = True
+    optimizer.assign_generator_variables([g_var])
+    optimizer.apply(
+        [np.array([3.0, 4.0], "float32"), np.array([0.0, 12.0], "float32"), np.array([40.0], "float32")],
+        [g_var, d_var, scale],
+    )
+    np.testing.assert_array_equal(scale.numpy(), [40.0])
+    np.testing.assert_allclose(-g_var.numpy(), [0.3, 0.4], rtol=1e-5)  # the norm of the other two: 13 / 8
+    np.testing.assert_allclose(-d_var.numpy(), [0.0, 1.2], rtol=1e-5)
