@@ -202,7 +202,9 @@ def worker(args):
     # The MLE job's data and vocabulary (all train entries, or quick()'s sample).
     entries = runs.load_split("train", args.data_dir, mle_config.max_train_entries, mle_config.seed)
     preprocessor = TextPreprocessor.build(
-        entries, mle_config.max_source_length, mle_config.max_target_length, min_count=mle_config.min_token_count
+        entries, mle_config.max_source_length, mle_config.max_target_length, min_count=mle_config.min_token_count,
+        predicate_placeholders=mle_config.predicate_placeholders, entity_roles=mle_config.entity_roles,
+        entity_words=mle_config.entity_words, canonical_order=mle_config.canonical_triple_order,
     )
     train_examples = preprocessor.encode_entries(entries, for_training=True)
     decode_examples = preprocessor.encode_entries(entries[: args.decode_sentences], for_training=False)

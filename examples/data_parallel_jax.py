@@ -1,12 +1,12 @@
 """Multi-process data-parallel `OneStepGAN.fit` on JAX (`keras.distribution.DataParallel`).
 
-    python examples/data_parallel_jax.py --processes 2 --out /tmp/dp2.npz
-    python examples/data_parallel_jax.py --processes 1 --out /tmp/dp1.npz
+    python examples/data_parallel_jax.py --processes 2 --out /tmp/dp2
+    python examples/data_parallel_jax.py --processes 1 --out /tmp/dp1
 
 launches the given number of processes on this machine (one CPU device each, JAX's gloo CPU
 collectives over localhost), trains an unconditional toy GAN for a few steps on a fixed global
-batch (each process feeds its own slice of it), and writes the final weights (process 0) and
-each process's slice of the training noise of one step. On several hosts or GPUs the worker
+batch (each process feeds its own slice of it), and each process writes `OUT.processN.npz`: the
+final weights (the same in every process) and its slice of the training noise of one step. On several hosts or GPUs the worker
 code is the same; only `keras.distribution.initialize` gets the real coordinator address, the
 number of processes and this process's id (or reads them from the cluster's environment).
 """
