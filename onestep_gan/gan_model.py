@@ -31,6 +31,19 @@ from onestep_gan import gradients as gradients_lib
 from onestep_gan import losses as losses_lib
 
 
+_MISMATCHED_BATCHES = (
+    "A conditional GAN is fit on (conditions, real) pairs with the same batch size: the "
+    "i-th real sample goes with the i-th condition. Batch both with one batch size"
+)
+
+
+def _refuse_mismatched_batches(conditions_batch, real_batch):
+    if conditions_batch is not None and real_batch is not None and conditions_batch != real_batch:
+        raise ValueError(
+            f"{_MISMATCHED_BATCHES}. Received: conditions batch {conditions_batch}, real batch {real_batch}"
+        )
+
+
 def _to_tensors(structure):
     return tree.map_structure(ops.convert_to_tensor, structure)
 
@@ -187,27 +200,31 @@ class GANModel(keras.Model):
             )
         return None, _to_tensors(x)
 
+    def _check_dataset_batch_sizes(self, data):
+        """Before `fit` / `evaluate` starts: a `tf.data` dataset whose (conditions, real) batch sizes
+        are known. (TensorFlow may reuse a step traced before, with relaxed shapes, where a check
+        traced inside does not run before every update.)"""
+        if not self.conditional or type(data).__module__.split(".")[0] != "tensorflow":
+            return
+        spec = getattr(data, "element_spec", None)
+        if isinstance(spec, tuple) and len(spec) >= 2:
+            conditions, real = tree.flatten(spec[0]), tree.flatten(spec[1])
+            if conditions and real and all(getattr(part, "shape", None) is not None for part in (conditions[0], real[0])):
+                _refuse_mismatched_batches(conditions[0].shape[0], real[0].shape[0])
+
     def _check_batch_sizes(self, conditions, real):
         """Conditions and real samples must pair up: one batch size (checked at run time if
         unknown; then the returned tensors depend on the check, so it runs before G and D)."""
         conditions_leaf, real_leaf = tree.flatten(conditions)[0], tree.flatten(real)[0]
         conditions_batch, real_batch = conditions_leaf.shape[0], real_leaf.shape[0]
-        message = (
-            "A conditional GAN is fit on (conditions, real) pairs with the same batch size: the "
-            "i-th real sample goes with the i-th condition. Batch both with one batch size"
-        )
         if conditions_batch is not None and real_batch is not None:
-            if conditions_batch != real_batch:
-                raise ValueError(
-                    f"{message}. Received: conditions batch {conditions_batch}, "
-                    f"real batch {real_batch}"
-                )
+            _refuse_mismatched_batches(conditions_batch, real_batch)
         elif keras.backend.backend() == "tensorflow":  # Shapes known only at run time.
             import tensorflow as tf
 
             check = tf.debugging.assert_equal(
                 tf.shape(conditions_leaf)[0], tf.shape(real_leaf)[0],
-                message=f"{message}. Received (conditions batch, real batch):",
+                message=f"{_MISMATCHED_BATCHES}. Received (conditions batch, real batch):",
             )
             with tf.control_dependencies([check] if check is not None else []):
                 conditions = tree.map_structure(tf.identity, conditions)
@@ -401,9 +418,11 @@ class GANModel(keras.Model):
                 "Resample the data instead. "
                 f"Received: class_weight={bound['class_weight']!r}"
             )
+        self._check_dataset_batch_sizes(bound.get("x"))
         return self._restoring_values_on_error(super().fit, *args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
+        self._check_dataset_batch_sizes(inspect.signature(keras.Model.evaluate).bind(self, *args, **kwargs).arguments.get("x"))
         return self._restoring_values_on_error(super().evaluate, *args, **kwargs)
 
     def predict(self, *args, **kwargs):
