@@ -229,6 +229,10 @@ def test_predicate_placeholder_starting_a_sentence_is_capitalised():
     ('"5.0"(litrePer100Kilometres)', "5.0 litres per 100 kilometres"),  # a count after "per": plural
     ("429.9 (inhabitants per square kilometre)", "429.9 inhabitants per square kilometre"),
     ("12.5 (%)", "12.5 %"),  # a unit with no letters is kept as written, not dropped
+    # An amount in millions: a measure too (the currency was dropped as a name's qualifier).
+    ("110 million (dollars)", "110 million dollars"),
+    ("120 million (Australian dollars)", "120 million Australian dollars"),  # a capitalised word kept
+    ("75.0 million (dollars)", "75.0 million dollars"),
     ("3.0 (m/s)", "3.0 m/s"),
     # "X language": references write "X" 982 times, "X language" 274.
     ("English language", "English"),

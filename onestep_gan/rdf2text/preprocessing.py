@@ -101,7 +101,7 @@ _DASH_PATTERN = re.compile("[-\u2010\u2011\u2012\u2013\u2014]")
 _NUMBER_PATTERN = re.compile(r"^[\d.,]+$")
 # "Name (qualifier)", '"13017.0"(minutes)': something, then one parenthesis ending the value.
 _QUALIFIED_PATTERN = re.compile(r"^(\S.*?)\s*\(([^()]*)\)$")
-_QUOTED_NUMBER_PATTERN = re.compile(r'^"?(-?[\d.,]*\d)"?$')
+_QUOTED_NUMBER_PATTERN = re.compile(r'^"?(-?[\d.,]*\d(?: (?:thousand|million|billion|trillion))?)"?$')
 # Common other names of frequent WebNLG entities, tried when the entity itself is not found.
 _ALIASES = {
     "United States": ("U.S.A.", "U.S.", "USA", "US", "America"),
@@ -601,7 +601,8 @@ def write_out(surface, previous_word=None):
     - A measure with its unit in parentheses, as the number and the unit's words:
       '"13017.0"(minutes)' -> "13017.0 minutes", "0.0252 (kilometrePerSeconds)" -> "0.0252
       kilometres per second" (198 references write number and unit, 50 the number alone, none the
-      parentheses and quotes; `_unit_words`).
+      parentheses and quotes; `_unit_words`); an amount in millions too: "110 million (dollars)" ->
+      "110 million dollars".
     - A name's qualifier in parentheses, dropped: "Ardmore Airport (New Zealand)" -> "Ardmore
       Airport" (without it 1183 times, with it 555).
     - "X language" -> "X": "English language" -> "English" (982 times against 274), except after
@@ -655,7 +656,8 @@ def _unit_words(unit):
     units belong to categories train lacks, so no train reference shows their form.)"""
     # A word with other characters than letters and digits ("%", "m/s") is kept as written.
     words = " ".join(
-        split_predicate(word) if word.isalnum() and not word.isupper() else word for word in unit.split()
+        split_predicate(word) if word.isalnum() and not word.isupper() and not _is_capitalised(word) else word
+        for word in unit.split()
     ).split()
     if "per" in words[1:-1]:
         at = words.index("per", 1)
@@ -667,6 +669,11 @@ def _unit_words(unit):
     elif len(words) == 2 and words[0] == "degree":
         words = ["degrees", words[1].capitalize()]
     return " ".join(words)
+
+
+def _is_capitalised(word):
+    """A proper word with its first letter capital ("Australian" dollars), not camelCase."""
+    return word[:1].isupper() and word[1:].islower()
 
 
 def _placeholder_for(value, value_to_placeholder, prefix=PLACEHOLDER_PREFIX):
