@@ -255,3 +255,16 @@ def test_constraints_reject_bad_ids():
         decoding.PlaceholderConstraints(np.zeros((1, 2), "int32"), (C, D), required_ids=(B,))
     with pytest.raises(ValueError, match="distinct"):
         decoding.PlaceholderConstraints(np.zeros((1, 2), "int32"), (C, C))
+
+
+# PAD is the likeliest next token after A: a live text never emits it (the full decoder masks PAD
+# as an input, the cached one would attend to it); A C EOS is what is left.
+PAD_AFTER_A = _table({BOS: {A: 0.9, B: 0.1}, A: {PAD: 0.6, C: 0.3, EOS: 0.1}, B: {EOS: 1.0}, C: {EOS: 1.0}})
+
+
+def test_no_live_text_emits_pad():
+    step_fn, _ = markov_step_fn([PAD_AFTER_A])
+    greedy = greedy_search(step_fn, _state([0]), batch_size=1, max_length=4)
+    np.testing.assert_array_equal(greedy, [[A, C, EOS, PAD]])
+    beam = beam_search(step_fn, _state([0], 2), batch_size=1, max_length=4, beam_width=2)
+    np.testing.assert_array_equal(beam, [[A, C, EOS, PAD]])  # 0.27 against B EOS's 0.1

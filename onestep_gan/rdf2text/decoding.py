@@ -100,6 +100,12 @@ def write_column(sequences, step, tokens):
     return ops.where(ops.arange(length) == step, tokens[..., None], sequences)
 
 
+def _without_pad(scores, pad_id):
+    """`scores` (..., vocab) with PAD's at -inf: a live text never emits PAD (only a finished one is
+    padded). The full decoder masks a PAD input, the cached one would attend to it."""
+    return ops.where(ops.arange(ops.shape(scores)[-1]) == pad_id, _NEGATIVE_INFINITY, scores)
+
+
 def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad_id, constraints=None):
     """Argmax decoding. Returns ids after BOS, `(batch_size, max_length)` int32.
 
@@ -119,7 +125,7 @@ def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad
 
     def body(step, tokens, finished, sequences, counts, state):
         logits, state = step_fn(tokens, step, state)
-        logits = ops.cast(logits, "float32")
+        logits = _without_pad(ops.cast(logits, "float32"), pad_id)
         if constraints is not None:
             logits = logits + constraints.penalty(counts, ops.shape(logits)[-1], eos_id)
         next_tokens = ops.cast(ops.argmax(logits, axis=-1), "int32")
@@ -194,7 +200,7 @@ def beam_search(
     def body(step, tokens, scores, lengths, finished, sequences, counts, state):
         logits, state = step_fn(tokens, step, state)
         vocabulary_size = ops.shape(logits)[-1]
-        log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+        log_probs = _without_pad(ops.log_softmax(ops.cast(logits, "float32"), axis=-1), pad_id)
         if constraints is not None:
             log_probs = log_probs + constraints.penalty(counts, vocabulary_size, eos_id)
         log_probs = ops.reshape(log_probs, (batch_size, beam_width, vocabulary_size))
