@@ -549,3 +549,16 @@ def test_the_adversarial_scripts_quick_mle_run_gets_the_enriched_folder(tmp_path
     script.main(["--quick", "--run-dir", str(tmp_path), "--data-dir", "DATA", "--enriched-dir", "ENRICHED"])
     mle_dir = str(tmp_path / "mle")
     assert calls == [("mle", ("DATA", mle_dir, "ENRICHED")), ("stage", (mle_dir, str(tmp_path), "DATA", "ENRICHED"))]
+
+
+def test_a_runs_discriminator_comes_with_its_losss_orientation(adversarial_run, tmp_path):
+    """Reranking by D's score must read it by the stage loss's orientation: the default hinge D scores
+    real texts low (a preference of beam + w x score chose the texts D found least real)."""
+    _, gan_run, _, _ = adversarial_run
+    discriminator, real_sign = runs.load_discriminator(gan_run)
+    assert isinstance(discriminator, TextDiscriminator)
+    assert AdversarialConfig.quick().loss == AdversarialConfig().loss == "hinge" and real_sign == -1.0
+    shutil.copytree(gan_run, tmp_path / "gan")
+    config = json.loads((tmp_path / "gan" / runs.ADVERSARIAL_CONFIG_FILE).read_text())
+    (tmp_path / "gan" / runs.ADVERSARIAL_CONFIG_FILE).write_text(json.dumps({**config, "loss": "non_saturating"}))
+    assert runs.load_discriminator(tmp_path / "gan")[1] == 1.0

@@ -130,19 +130,27 @@ def test_discriminator_preference_is_the_beam_score_plus_the_weighted_discrimina
         [[4, 2, 0, 0, 0, 0, 0], [11, 12, 4, 2, 0, 0, 0], [5, 5, 5, 5, 2, 0, 0]],
     ], dtype="int32")
     beam_scores = np.array([[-0.1, -0.2, -0.3], [-1.0, -2.0, -3.0]])
-    preference = discriminator_preference(discriminator, weight=0.5)(source_ids, candidate_ids, beam_scores)
-    assert preference.shape == (2, 3)
-    for row in range(2):
-        for beam in range(3):
-            text = candidate_ids[row, beam]
-            if (text[5:] != 0).any():  # longer than D's 5 positions
-                assert preference[row, beam] == -np.inf
-                continue
-            alone = keras.ops.convert_to_numpy(discriminator([source_ids[row : row + 1], text[None, :5]]))[0, 0]
-            np.testing.assert_allclose(preference[row, beam], beam_scores[row, beam] + 0.5 * alone, rtol=1e-5, atol=1e-6)
-    assert np.isinf(preference).sum() == 1
+    # real_sign -1: a D trained with the hinge loss scores real texts LOW, so the preference is the
+    # beam score MINUS the weighted score (with +1, as for the non-saturating loss, plus).
+    for real_sign in (1, -1):
+        preference = discriminator_preference(discriminator, weight=0.5, real_sign=real_sign)(
+            source_ids, candidate_ids, beam_scores
+        )
+        assert preference.shape == (2, 3)
+        for row in range(2):
+            for beam in range(3):
+                text = candidate_ids[row, beam]
+                if (text[5:] != 0).any():  # longer than D's 5 positions
+                    assert preference[row, beam] == -np.inf
+                    continue
+                alone = keras.ops.convert_to_numpy(discriminator([source_ids[row : row + 1], text[None, :5]]))[0, 0]
+                expected = beam_scores[row, beam] + 0.5 * real_sign * alone
+                np.testing.assert_allclose(preference[row, beam], expected, rtol=1e-5, atol=1e-6)
+        assert np.isinf(preference).sum() == 1
     with pytest.raises(ValueError, match="must be positive"):
-        discriminator_preference(discriminator, weight=0.0)
+        discriminator_preference(discriminator, weight=0.0, real_sign=1)
+    with pytest.raises(ValueError, match="real_sign` must be 1 or -1"):
+        discriminator_preference(discriminator, weight=0.5, real_sign=0)
 
 
 def test_decode_examples_batches_sources_no_wider_than_the_model_reads():

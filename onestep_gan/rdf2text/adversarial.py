@@ -533,7 +533,10 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
         logger.info("Discriminator held-out accuracy after fine-tuning: %s", accuracy["after_adversarial"])
 
     # 3. Decode with the fine-tuned generator; compare with the MLE run's own scores.
-    decode = decoder_for(transformer, preprocessor, mle_config, aligner, discriminator=discriminator)
+    decode = decoder_for(
+        transformer, preprocessor, mle_config, aligner,
+        discriminator=(discriminator, onestep_gan.losses.get(config.loss).real_sign),
+    )
     results = {}
     for name, entries in (("dev", dev_entries), ("test", test_entries)):
         examples = preprocessor.encode_entries(entries, for_training=False)

@@ -187,10 +187,11 @@ def compile_for_backend(model, function):
     )
 
 
-def discriminator_preference(discriminator, weight):
+def discriminator_preference(discriminator, weight, real_sign):
     """`fn(source_ids, candidate_ids, beam_scores) -> (batch, beam)` numpy preferences for
-    `SlotErrorReranker.choose`: beam score + `weight` x the `TextDiscriminator`'s score of
-    (triples, candidate).
+    `SlotErrorReranker.choose`: beam score + `weight` x how real the `TextDiscriminator` finds
+    (triples, candidate): its score times `real_sign`, the orientation of the loss it was trained
+    with (`GANLoss.real_sign`: -1 for hinge, whose D scores real texts low).
 
     `candidate_ids (batch, beam, length)` are a beam search's candidates (PAD after EOS), given
     to D as they are, cut to the length D reads; a candidate longer than that gets -inf (D cannot
@@ -199,6 +200,8 @@ def discriminator_preference(discriminator, weight):
     weight = float(weight)
     if not weight > 0:
         raise ValueError(f"`weight` must be positive. Received: weight={weight}")
+    if real_sign not in (1, -1):
+        raise ValueError(f"`real_sign` must be 1 or -1 (GANLoss.real_sign). Received: real_sign={real_sign}")
     text_length = discriminator.max_target_length
     pad_id = discriminator.pad_id
     score = compile_for_backend(
@@ -213,9 +216,9 @@ def discriminator_preference(discriminator, weight):
         sources = np.repeat(np.asarray(source_ids, dtype="int32"), beam_width, axis=0)
         texts = np.full((batch_size * beam_width, text_length), pad_id, dtype="int32")
         texts[:, : min(length, text_length)] = flat[:, :text_length]
-        scores = keras.ops.convert_to_numpy(score([sources, texts])).astype("float64")
-        scores = np.where(readable, scores, -np.inf).reshape(batch_size, beam_width)
-        return np.asarray(beam_scores, dtype="float64") + weight * scores
+        realness = real_sign * keras.ops.convert_to_numpy(score([sources, texts])).astype("float64")
+        realness = np.where(readable, realness, -np.inf).reshape(batch_size, beam_width)
+        return np.asarray(beam_scores, dtype="float64") + weight * realness
 
     return preference
 

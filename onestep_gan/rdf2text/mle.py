@@ -120,7 +120,9 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True, discri
     """`fn(examples) -> texts`: the decoding `config` asks for (method, beam, length penalty,
     placeholder constraints, and reranking of the beam candidates by slot errors when
     `config.rerank` and an aligner, its ties broken with the `discriminator` when
-    `config.rerank_discriminator_weight` > 0, or with the beam's consensus when `config.rerank_mbr`)."""
+    `config.rerank_discriminator_weight` > 0, or with the beam's consensus when `config.rerank_mbr`).
+    `discriminator`: `(TextDiscriminator, real_sign)`, the sign of its loss's orientation
+    (`runs.load_discriminator` gives both)."""
     reranker = preference = None
     if config.rerank and config.decode_method == "beam" and aligner is not None:
         reranker = SlotErrorReranker.from_config(aligner, config)
@@ -130,7 +132,9 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True, discri
                     f"rerank_discriminator_weight={config.rerank_discriminator_weight} needs a discriminator: "
                     "decode an adversarial run (it has discriminator.keras), or set the weight to 0."
                 )
-            preference = inference.discriminator_preference(discriminator, config.rerank_discriminator_weight)
+            preference = inference.discriminator_preference(
+                discriminator[0], config.rerank_discriminator_weight, real_sign=discriminator[1]
+            )
         elif config.rerank_mbr:
             preference = mbr_preference(preprocessor.eos_id, preprocessor.pad_id)
     generate_function = inference.make_generate_function(

@@ -208,14 +208,20 @@ def load_run(run_dir):
 
 
 def load_discriminator(run_dir):
-    """The `TextDiscriminator` of an adversarial run folder (`discriminator.keras`)."""
+    """`(discriminator, real_sign)` of an adversarial run folder: its `TextDiscriminator`
+    (`discriminator.keras`) and the orientation of the loss it was trained with (`GANLoss.real_sign`,
+    from `adversarial_config.json`: -1 for hinge, whose D scores real texts low)."""
+    import onestep_gan
+    from onestep_gan.rdf2text.config import AdversarialConfig
+
     path = pathlib.Path(run_dir) / DISCRIMINATOR_FILE
     if not path.is_file():
         raise ValueError(
             f"{path}: no such file. Expected an adversarial run folder (only the adversarial stage trains a "
             "discriminator)."
         )
-    return load_model_file(path)
+    config = AdversarialConfig.load(pathlib.Path(run_dir) / ADVERSARIAL_CONFIG_FILE)
+    return load_model_file(path), onestep_gan.losses.get(config.loss).real_sign
 
 
 def load_aligner(run_dir):
