@@ -109,6 +109,9 @@ class GANLoss:
         discriminator_loss: `fn(real_scores, fake_scores) -> scalar`.
         generator_loss: `fn(fake_scores, real_scores) -> scalar`.
         real_sign: +1 if D scores real samples high, -1 if low (hinge).
+        decision_threshold: the score between real and fake, for accuracies: 0, or 0.5 for
+            least squares' 0/1 targets. A sample reads as real when
+            `real_sign * (score - decision_threshold) > 0`.
         gradient_penalty: whether the trainer adds a gradient penalty to the D term.
         generator_uses_real: whether `generator_loss` reads the real scores.
 
@@ -133,6 +136,7 @@ class GANLoss:
     real_sign: float = 1.0
     gradient_penalty: bool = False
     generator_uses_real: bool = False
+    decision_threshold: float = 0.0
 
     def get_config(self):
         return {
@@ -142,6 +146,7 @@ class GANLoss:
             "real_sign": self.real_sign,
             "gradient_penalty": self.gradient_penalty,
             "generator_uses_real": self.generator_uses_real,
+            "decision_threshold": self.decision_threshold,
         }
 
     @classmethod
@@ -158,7 +163,7 @@ LOSSES = {
         "non_saturating", non_saturating_discriminator_loss, non_saturating_generator_loss
     ),
     "least_squares": GANLoss(
-        "least_squares", least_squares_discriminator_loss, least_squares_generator_loss
+        "least_squares", least_squares_discriminator_loss, least_squares_generator_loss, decision_threshold=0.5
     ),
     "relativistic": GANLoss(
         "relativistic",

@@ -62,6 +62,15 @@ def test_pretrainer_counts_accuracy_with_the_loss_orientation():
     )
     with pytest.raises(ValueError, match="pointwise loss .* Received: loss='relativistic'"):
         adversarial.DiscriminatorPretrainer(sampler, discriminator, loss="relativistic")
+    # Least squares codes real 1 and fake 0: a pair reads as real above 0.5, not above 0.
+    least_squares = adversarial.DiscriminatorPretrainer(sampler, discriminator, loss="least_squares")
+    fixed = {"real": [0.3, 0.7, 0.7, 0.7], "mismatch": [0.2, 0.2, 0.6, 0.6], "fake": [0.1, 0.1, 0.1, 0.9]}
+    least_squares._scores = lambda source_ids, texts, training: [
+        ops.convert_to_tensor(values, "float32") for values in fixed.values()
+    ][: len(texts)]
+    least_squares.compute_loss(source[:4], real[:4], least_squares(source[:4]))
+    got = {name: float(least_squares.trackers[f"{name}_accuracy"].result()) for name in fixed}
+    assert got == {"real": 0.75, "mismatch": 0.5, "fake": 0.75}
 
 
 def test_mismatched_vocabulary_is_refused_on_load(tmp_path):

@@ -252,17 +252,21 @@ class DiscriminatorPretrainer(keras.Model):
         hard = self.hard_negatives(source_ids, real) if self.hard_negatives is not None else {}
         texts.update({kind: negatives for kind, (negatives, _) in hard.items()})
         scores = dict(zip(texts, self._scores(source_ids, list(texts.values()), training)))
-        sign = self.gan_loss.real_sign
+        sign, threshold = self.gan_loss.real_sign, self.gan_loss.decision_threshold
+
+        def realness(name):  # by the loss's orientation and threshold (0.5 for least squares)
+            return sign * (scores[name] - threshold)
+
         correct = {
-            "real_accuracy": ops.cast(sign * scores["real"] > 0, "float32"),
-            "mismatch_accuracy": ops.cast(sign * scores["mismatch"] < 0, "float32"),
+            "real_accuracy": ops.cast(realness("real") > 0, "float32"),
+            "mismatch_accuracy": ops.cast(realness("mismatch") < 0, "float32"),
         }
         if self.samples:
-            correct["fake_accuracy"] = ops.cast(sign * scores["fake"] < 0, "float32")
+            correct["fake_accuracy"] = ops.cast(realness("fake") < 0, "float32")
         for kind, (_, valid) in hard.items():
             # Accuracy per type on the rows the builder could corrupt.
             self.trackers[f"{kind}_accuracy"].update_state(
-                ops.cast(sign * scores[kind] < 0, "float32"), sample_weight=ops.cast(valid, "float32")
+                ops.cast(realness(kind) < 0, "float32"), sample_weight=ops.cast(valid, "float32")
             )
         # Negatives in the order they always had: samples, mismatched, hard negatives.
         negative_order = (["fake"] if self.samples else []) + ["mismatch"] + list(hard)
