@@ -301,10 +301,11 @@ class MLEConfig(_Serialisable):
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
     constrain_placeholders: bool = False
-    # Ties on slot errors go to the highest beam score + this weight x the discriminator's score
-    # (`inference.discriminator_preference`); 0: to the most likely. Only a run with a
-    # discriminator (an adversarial run) can decode with it. Every weight tried lowered dev
-    # BLEU-2017, and read blind it chose more false texts (README, lever 28a).
+    # Ties on slot errors go to the highest beam score + this weight x how real the discriminator
+    # finds the candidate (`inference.discriminator_preference`: its score times its loss's
+    # `real_sign`); 0: to the most likely. Only a run with a discriminator (an adversarial run) can
+    # decode with it. Off: at 0.3, dev BLEU-2017 +0.09 but one more wrong binding (README, dev row 60;
+    # rows 28-28a read D's score the wrong way round).
     rerank_discriminator_weight: float = 0.0
     # Ties on slot errors go to the beam's consensus candidate (`reranking.mbr_preference`: the highest
     # expected n-gram F1 against the beam, weighted by its probabilities); off: to the most likely. Off
