@@ -64,11 +64,14 @@ def _copy(optimizer, learning_rate_factor, suffix):
     serialisable, as for any Keras optimizer)."""
     constant = _constant_learning_rate(optimizer)
     schedule = optimizer._learning_rate
-    optimizer._learning_rate = 0.0  # `get_config` would serialise a schedule: the rest of the config only
-    try:
+    if constant is not None:
         config = optimizer.get_config()
-    finally:
-        optimizer._learning_rate = schedule
+    else:  # `get_config` would serialise the schedule or callable: the rest of the config only
+        optimizer._learning_rate = 0.0
+        try:
+            config = optimizer.get_config()
+        finally:
+            optimizer._learning_rate = schedule
     if constant is not None:
         config["learning_rate"] = constant * learning_rate_factor
     elif learning_rate_factor == 1.0:
