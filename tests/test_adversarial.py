@@ -571,3 +571,14 @@ def test_a_runs_discriminator_comes_with_its_losss_orientation(adversarial_run, 
     config = json.loads((tmp_path / "gan" / runs.ADVERSARIAL_CONFIG_FILE).read_text())
     (tmp_path / "gan" / runs.ADVERSARIAL_CONFIG_FILE).write_text(json.dumps({**config, "loss": "non_saturating"}))
     assert runs.load_discriminator(tmp_path / "gan")[1] == 1.0
+
+
+def test_texts_the_preprocessor_may_have_cut_are_no_real_texts():
+    """With the stage's max_length equal to the generator's max_target_length, a reference cut to
+    max_target_length - 1 tokens fitted "text + EOS" and reached D as a real text (and G's MLE term)
+    without its end."""
+    from onestep_gan.rdf2text.preprocessor import EncodedExample
+
+    examples = [EncodedExample(f"e{n}", (4, 5), tuple(range(6, 6 + n)), {}, ()) for n in (5, 6, 7)]
+    kept = adversarial.whole_texts(examples, max_target_length=8)  # room for 7 tokens: 7 may be a cut
+    assert [example.entry_id for example in kept] == ["e5", "e6"]

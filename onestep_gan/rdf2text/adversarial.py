@@ -388,6 +388,12 @@ def load_gan_parts(run_dir):
     return transformer, discriminator
 
 
+def whole_texts(examples, max_target_length):
+    """`examples` without those whose text may have been cut by the preprocessor (it keeps at most
+    `max_target_length - 1` tokens): a cut text is no real text for D, nor a target for G."""
+    return [example for example in examples if len(example.target_ids) < max_target_length - 1]
+
+
 def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=None):
     """Runs D pretraining and adversarial fine-tuning from an MLE run, then scores both.
 
@@ -437,8 +443,8 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, mle_config.save)
     checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
     checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
-    train_examples = preprocessor.encode_entries(train_entries, for_training=True)
-    held_out_examples = preprocessor.encode_entries(dev_entries, for_training=True)
+    train_examples = whole_texts(preprocessor.encode_entries(train_entries, for_training=True), preprocessor.max_target_length)
+    held_out_examples = whole_texts(preprocessor.encode_entries(dev_entries, for_training=True), preprocessor.max_target_length)
     epochs = -(-config.adversarial_steps // config.steps_per_epoch)
 
     def make_dataset(examples, **epoch_arguments):
