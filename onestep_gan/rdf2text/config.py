@@ -454,7 +454,8 @@ class AdversarialConfig(_Serialisable):
     pretrain_steps: int = 120
     pretrain_learning_rate: float = 3e-4
     # Hard negatives (hard_negatives.py) in D pretraining and, as D's extra term, in fine-tuning;
-    # 0 turns them off.
+    # 0 turns them off. The weight is that of the fine-tuning term; in pretraining any weight > 0
+    # pools them, unweighted, with the other negatives (samples, other triplesets).
     hard_negative_weight: float = 1.0
     # D scores each batch's texts (real, another tripleset's, samples, hard negatives) against one
     # encoding of its triplesets (`TextDiscriminator.score_texts`) instead of encoding them once a
