@@ -165,6 +165,8 @@ def adversarial_outcome(run_dir):
         "scores": [json.loads((run_dir / f"adversarial_{name}_scores.json").read_text()) for name in ("dev", "test")],
         "discriminator": summary["discriminator"],
         "steps": summary["timing"]["adversarial_steps"],
+        # The timing's entries (their values are clocks): a resumed run reports the pretraining's too.
+        "timing_entries": sorted(summary["timing"]),
         "log": (run_dir / "adversarial_log.csv").read_text(),
     }
 

@@ -501,7 +501,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
             timing["pretrain_seconds"] = time.perf_counter() - t0 + timing.get("corruption_pretrain_seconds", 0.0)
             accuracy["after_pretraining"] = held_out_accuracy(pretrainer)
             logger.info("Discriminator held-out accuracy after pretraining: %s", accuracy["after_pretraining"])
-            backup.extra = {"accuracy": accuracy, "pretrain_seconds": timing["pretrain_seconds"]}
+            backup.extra = {"accuracy": accuracy, "timing": dict(timing)}
         sampler.trainable = True
 
         # 2. Adversarial fine-tuning: one model, one loss, plain fit.
@@ -509,7 +509,9 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
         gan.build()  # G and D are built already
         initial_epoch = backup.restore(gan)  # 0 for a new run; raises on a damaged backup
         accuracy = dict(backup.extra["accuracy"])
-        timing["pretrain_seconds"] = backup.extra["pretrain_seconds"]
+        # The pretraining's seconds as the process that ran it measured them (a backup of an earlier
+        # release holds only their sum).
+        timing.update(backup.extra.get("timing") or {"pretrain_seconds": backup.extra["pretrain_seconds"]})
         log_path = run_dir / ADVERSARIAL_LOG_FILE
         keep_log_rows(log_path, len(backup.epoch_logs))  # no rows of epochs the rerun redoes
         callbacks = [
@@ -556,7 +558,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
         results[name] = evaluation.write_report(
             run_dir, hypotheses, entries, name=f"adversarial_{name}", aligner=aligner
         )
-    timing["total_seconds"] = time.perf_counter() - start
+    timing["total_seconds"] = time.perf_counter() - start  # this process's (a resumed run: its own share)
     mle_scores_path = pathlib.Path(mle_run_dir) / "test_scores.json"
     mle_scores = json.loads(mle_scores_path.read_text()) if mle_scores_path.is_file() else None
     summary = {"mle": mle_scores, "adversarial": results["test"], "discriminator": accuracy, "timing": timing}
