@@ -508,16 +508,12 @@ def test_the_sampler_runs_under_mixed_precision(policy, feedback_gradient):
     keras.mixed_precision.set_global_policy(policy)
     try:
         keras.utils.set_random_seed(0)
-        generator = TransformerGenerator(
-            vocabulary_size=13, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
-            feedforward_dim=32, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0, placeholder_ids=(4, 5, 6),
-        )
-        sampler = TextSampler(generator, max_length=6, seed=1, feedback_gradient=feedback_gradient)
-        source = np.array([[7, 4, 8, 5, 0], [9, 6, 10, 0, 0]], "int32")
-        texts = sampler(source, training=True)
+        generator = TransformerGenerator(**GENERATOR, placeholder_ids=(4, 5, 6))  # with the copy head
+        sampler = TextSampler(generator, max_length=MAX_LENGTH, seed=1, feedback_gradient=feedback_gradient)
+        texts = sampler(SOURCE, training=True)
         assert keras.backend.standardize_dtype(texts.dtype) == keras.mixed_precision.global_policy().compute_dtype
         values = ops.convert_to_numpy(ops.cast(texts, "float32"))
-        np.testing.assert_array_equal(values.sum(axis=-1), np.ones((2, 6)))
+        np.testing.assert_array_equal(values.sum(axis=-1), np.ones((len(SOURCE), MAX_LENGTH)))
         assert set(np.unique(values)) <= {0.0, 1.0}
     finally:
         keras.mixed_precision.set_global_policy("float32")

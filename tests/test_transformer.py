@@ -333,12 +333,8 @@ def test_the_copy_head_has_finite_gradients_under_mixed_precision(policy):
     keras.mixed_precision.set_global_policy(policy)
     try:
         keras.utils.set_random_seed(0)
-        model = TransformerGenerator(
-            vocabulary_size=13, max_source_length=8, max_target_length=6, model_dim=16, num_heads=2,
-            feedforward_dim=32, num_encoder_layers=1, num_decoder_layers=1, dropout=0.0, placeholder_ids=(4, 5, 6),
-        )
-        source = np.array([[7, 4, 8, 5, 0], [9, 6, 10, 0, 0]], "int32")  # each row lacks a placeholder
-        target = np.array([[2, 4, 9, 5, 3, 0], [2, 6, 11, 3, 0, 0]], "int32")
+        model = TransformerGenerator(**COPY)
+        source, target = COPY_SOURCE, COPY_TARGET  # each source row lacks a placeholder
 
         def loss():
             logits = model({"source": source, "target": target}, training=True)
