@@ -656,7 +656,7 @@ def _unit_words(unit):
     units belong to categories train lacks, so no train reference shows their form.)"""
     # A word with other characters than letters and digits ("%", "m/s") is kept as written.
     words = " ".join(
-        split_predicate(word) if word.isalnum() and not word.isupper() and not _is_capitalised(word) else word
+        split_predicate(word) if word.isalnum() and not word.isupper() and not word.istitle() else word
         for word in unit.split()
     ).split()
     if "per" in words[1:-1]:
@@ -669,11 +669,6 @@ def _unit_words(unit):
     elif len(words) == 2 and words[0] == "degree":
         words = ["degrees", words[1].capitalize()]
     return " ".join(words)
-
-
-def _is_capitalised(word):
-    """A proper word with its first letter capital ("Australian" dollars), not camelCase."""
-    return word[:1].isupper() and word[1:].islower()
 
 
 def _placeholder_for(value, value_to_placeholder, prefix=PLACEHOLDER_PREFIX):
