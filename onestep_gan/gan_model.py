@@ -44,6 +44,19 @@ def _refuse_mismatched_batches(conditions_batch, real_batch):
         )
 
 
+def _refuse_sample_weight(bound_arguments):
+    """Refuses `fit`/`evaluate(sample_weight=...)`: Keras drops a sample_weight given with x alone
+    (no y) before the step sees it, so an unconditional GAN would train as if none were given."""
+    weights = bound_arguments.get("sample_weight")
+    if weights is not None:
+        shape = getattr(weights, "shape", None)
+        received = f"sample_weight of shape {tuple(shape)}" if shape is not None else f"sample_weight={weights!r}"
+        raise ValueError(
+            "GAN training does not use sample weights: a GAN's loss compares batches of real and "
+            f"generated samples, not targets one by one. Resample the data instead. Received: {received}"
+        )
+
+
 def _to_tensors(structure):
     return tree.map_structure(ops.convert_to_tensor, structure)
 
@@ -418,11 +431,14 @@ class GANModel(keras.Model):
                 "Resample the data instead. "
                 f"Received: class_weight={bound['class_weight']!r}"
             )
+        _refuse_sample_weight(bound)
         self._check_dataset_batch_sizes(bound.get("x"))
         return self._restoring_values_on_error(super().fit, *args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
-        self._check_dataset_batch_sizes(inspect.signature(keras.Model.evaluate).bind(self, *args, **kwargs).arguments.get("x"))
+        bound = inspect.signature(keras.Model.evaluate).bind(self, *args, **kwargs).arguments
+        _refuse_sample_weight(bound)
+        self._check_dataset_batch_sizes(bound.get("x"))
         return self._restoring_values_on_error(super().evaluate, *args, **kwargs)
 
     def predict(self, *args, **kwargs):

@@ -709,7 +709,7 @@ def test_custom_gan_loss_round_trips(tmp_path):
 
 @pytest.mark.parametrize("trainer", ["one_step", "alternating"])
 @pytest.mark.parametrize("conditional", [True, False])
-def test_class_weight_and_compiled_metrics_are_refused(trainer, conditional):
+def test_class_weight_sample_weight_and_compiled_metrics_are_refused(trainer, conditional):
     cls = onestep_gan.OneStepGAN if trainer == "one_step" else onestep_gan.AlternatingGAN
     conditions, real = batch()
     if conditional:
@@ -722,6 +722,12 @@ def test_class_weight_and_compiled_metrics_are_refused(trainer, conditional):
     gan.compile()
     with pytest.raises(ValueError, match=r"does not take class_weight.*Received: class_weight=\{0: 1.0\}"):
         gan.fit(*data, batch_size=BATCH, verbose=0, class_weight={0: 1.0})
+    # Keras drops a sample_weight given beside x alone (no y) before the train step sees it: an
+    # unconditional GAN trained and scored as if none had been given.
+    weights = np.zeros(len(real), "float32")
+    for method in (gan.fit, gan.evaluate):
+        with pytest.raises(ValueError, match=r"does not use sample weights.*Received: sample_weight of shape \(8,\)"):
+            method(*data, batch_size=BATCH, verbose=0, sample_weight=weights)
 
 
 def test_conditions_and_real_samples_must_have_one_batch_size():
