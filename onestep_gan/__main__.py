@@ -1,4 +1,4 @@
-"""`python -m onestep_gan train|adversarial|generate|evaluate` (see onestep_gan.rdf2text.cli)."""
+"""`python -m onestep_gan train|adversarial|chain|decode|generate|evaluate` (see onestep_gan.rdf2text.cli)."""
 
 import sys
 

@@ -1,3 +1,4 @@
+import dataclasses
 import io
 import json
 import pathlib
@@ -62,6 +63,20 @@ def test_config_flags_cover_every_field_and_leave_the_rest_at_defaults():
     config = cli.config_from_arguments(cli.AdversarialConfig, args)
     assert (config.feedback_gradient, config.adversarial_weight) == (False, 0.0)
     assert config.mle_weight == cli.AdversarialConfig().mle_weight
+    subcommands = next(action for action in cli.build_parser()._actions if action.choices).choices
+    for command, config_class in (("train", cli.MLEConfig), ("chain", cli.MLEConfig), ("adversarial", cli.AdversarialConfig)):
+        flags = subcommands[command]._option_string_actions
+        missing = [field.name for field in dataclasses.fields(config_class) if "--" + field.name.replace("_", "-") not in flags]
+        assert not missing, (command, missing)
+
+
+def test_verbose_flag_takes_what_keras_fit_takes():
+    for value, expected in (("auto", "auto"), ("0", 0), ("2", 2)):
+        args = cli.build_parser().parse_args(["train", "--verbose", value])
+        assert cli.config_from_arguments(cli.MLEConfig, args).verbose == expected
+    with pytest.raises(SystemExit) as raised:
+        cli.build_parser().parse_args(["train", "--verbose", "loud"])
+    assert raised.value.code == 2
 
 
 def test_adversarial_command_needs_an_mle_run(tmp_path):

@@ -1,4 +1,4 @@
-"""Command line: `onestep-gan train|adversarial|generate|evaluate` (also `python -m onestep_gan`).
+"""Command line: `onestep-gan train|adversarial|chain|decode|generate|evaluate` (also `python -m onestep_gan`).
 
     onestep-gan train --run-dir runs/webnlg_mle [--quick] [--epochs N] [--data-dir DIR] [--enriched-dir DIR]
     onestep-gan adversarial --mle-run-dir runs/webnlg_mle --run-dir runs/webnlg_gan
@@ -420,8 +420,8 @@ def build_parser():
     add_train_arguments(chain)
     chain.set_defaults(handler=_chain, run_dir="runs/webnlg")
 
-    decode = subparsers.add_parser("decode", help="decode and score dev/test again with a finished MLE run")
-    decode.add_argument("--run-dir", required=True, help="a finished MLE run")
+    decode = subparsers.add_parser("decode", help="decode and score dev/test again with a finished MLE or adversarial run")
+    decode.add_argument("--run-dir", required=True, help="a finished MLE or adversarial run")
     decode.add_argument("--data-dir", default=None, help=f"WebNLG 2017 folder {_DATA_DIR_DEFAULT}")
     _add_decoding_overrides(decode)
     decode.set_defaults(handler=_decode)

@@ -573,4 +573,13 @@ def _field_kind(annotation):
         return _optional_int
     if isinstance(annotation, types.UnionType) and set(annotation.__args__) == {float, type(None)}:
         return _optional_float
+    if isinstance(annotation, types.UnionType) and set(annotation.__args__) == {int, str}:
+        return _verbosity  # `verbose`, as `keras.Model.fit` takes it
     return None
+
+
+def _verbosity(text):
+    """`keras.Model.fit`'s verbose: "auto", 0 (silent), 1 (a progress bar) or 2 (a line an epoch)."""
+    if text in ("auto", "0", "1", "2"):
+        return text if text == "auto" else int(text)
+    raise argparse.ArgumentTypeError(f"expected auto, 0, 1 or 2 (as keras.Model.fit takes), received {text!r}")
