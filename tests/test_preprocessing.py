@@ -525,3 +525,26 @@ def test_in_right_before_a_full_date_becomes_on():
     }
     for tokens, text in cases.items():
         assert detokenize(relexicalise(tokens.split(), entity_map)) == text, tokens
+
+
+def test_day_words_right_before_a_full_date_are_dropped():
+    # Train references write "on the 15th of March 1932" and the date's placeholder matched "March 1932" only,
+    # so the model learned "the 15th of ENT_2" and wrote another day before the date's own: "born on the
+    # 15th of 20 January 1930". The date written out carries its day; the model's day words go.
+    entity_map = {"ENT_1": "Buzz Aldrin", "ENT_2": "1930-01-20", "ENT_3": "1930", "ENT_4": "Apollo 11"}
+    cases = {
+        "ENT_1 was born on the 15th of ENT_2 .": "Buzz Aldrin was born on 20 January 1930.",
+        "ENT_1 was born the 15th of ENT_2 .": "Buzz Aldrin was born 20 January 1930.",
+        "ENT_1 was born on 15th of ENT_2 .": "Buzz Aldrin was born on 20 January 1930.",
+        "ENT_1 retired on 1st ENT_2 .": "Buzz Aldrin retired on 20 January 1930.",
+        "ENT_1 retired in the 1st of ENT_2 .": "Buzz Aldrin retired on 20 January 1930.",
+        "ENT_1 retired on January ENT_2 .": "Buzz Aldrin retired on 20 January 1930.",
+        "The 21st of ENT_2 is the day .": "20 January 1930 is the day.",
+        # Before a year the day words are the model's only day: kept, as are words that are no day.
+        "ENT_1 was born on the 15th of ENT_3 .": "Buzz Aldrin was born on the 15th of 1930.",
+        "ENT_1 flew the 15th ENT_4 mission .": "Buzz Aldrin flew the 15th Apollo 11 mission.",
+        "ENT_1 was born in the month of ENT_2 .": "Buzz Aldrin was born in the month of 20 January 1930.",
+        "ENT_1 was 15 on ENT_2 .": "Buzz Aldrin was 15 on 20 January 1930.",
+    }
+    for tokens, text in cases.items():
+        assert detokenize(relexicalise(tokens.split(), entity_map)) == text, tokens

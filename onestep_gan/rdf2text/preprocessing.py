@@ -332,7 +332,9 @@ def relexicalise(tokens, entity_map, predicate_map=None):
             if words and output and entity_end is None and _echoes_name(output[-1], words[0]):
                 output.pop()  # the model's word, never another entity's
             _fit_article_before(output, words)
-            _fit_preposition_before(output, words)
+            if _is_written_date(words):
+                _drop_day_words(output)
+                _fit_preposition_before(output)
             output.extend(words)
             entity_end = words[-1] if words else None
     return _without_unopened_parentheses(output)
@@ -462,14 +464,40 @@ def _without_unopened_parentheses(tokens):
     return output
 
 
-def _fit_preposition_before(output, words):
+def _is_written_date(words):
+    """Whether `words` are a full date as `write_out` writes one: "15 March 1932"."""
+    return (
+        len(words) == 3 and words[0].isdigit() and words[1] in _MONTHS and len(words[2]) == 4
+        and words[2].isdigit()
+    )
+
+
+_ORDINAL = re.compile(r"\d{1,2}(st|nd|rd|th)")
+
+
+def _drop_day_words(output):
+    """Drops the model's day words ending `output` right before a full date: "the 15th of", "15th",
+    a month name ("born on the 15th of 20 January 1930" -> "born on 20 January 1930"). Train references
+    write "on the 15th of March 1932", whose date placeholder matched "March 1932" only, so the model
+    learned to put a day of its own before a date; the date written out carries its day."""
+    if output and output[-1] in _MONTHS:
+        output.pop()
+        return
+    if len(output) >= 2 and output[-1] == "of" and _ORDINAL.fullmatch(output[-2]):
+        del output[-2:]
+    elif output and _ORDINAL.fullmatch(output[-1]):
+        output.pop()
+    else:
+        return
+    if output and output[-1] in ("the", "The"):
+        output.pop()
+
+
+def _fit_preposition_before(output):
     """"on" for the model's "in" right before a full date ("was born in 15 March 1932" -> "born on"):
     the model sees a placeholder, not whether it holds a year ("in 1932") or a date. Train references
     write "on D Month YYYY" 283 times, "in D Month YYYY" once."""
-    if (
-        output and output[-1] in ("in", "In") and len(words) == 3 and words[0].isdigit()
-        and words[1] in _MONTHS and len(words[2]) == 4 and words[2].isdigit()
-    ):
+    if output and output[-1] in ("in", "In"):
         output[-1] = "on" if output[-1] == "in" else "On"
 
 
