@@ -36,6 +36,8 @@ import statistics
 import subprocess
 import sys
 
+from onestep_gan.rdf2text.cli import run_script
+
 BACKENDS = ("tensorflow", "jax", "torch")
 MARKER = "@@backends.py "  # prefixes the worker's result lines on its stdout
 
@@ -328,4 +330,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

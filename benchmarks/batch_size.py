@@ -19,12 +19,14 @@ import dataclasses
 import logging
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from onestep_gan.rdf2text import datasets
+from onestep_gan.rdf2text.cli import run_script
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.mle import build_model, compile_model
 from webnlg_train_examples import encode_train_split  # benchmarks/, beside this script
@@ -82,4 +84,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -25,6 +25,7 @@ Time it with nothing else running.
 import argparse
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -35,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from onestep_gan.rdf2text.cli import run_script
 from onestep_gan.rdf2text.config import AdversarialConfig
 from onestep_gan.rdf2text.discriminator import TextDiscriminator
 
@@ -115,4 +117,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

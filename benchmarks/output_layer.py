@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -33,6 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from keras import ops
 
 from onestep_gan.rdf2text import datasets, transformer
+from onestep_gan.rdf2text.cli import run_script
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.mle import LabelSmoothedSparseCrossEntropy, build_model, compile_model
 from webnlg_train_examples import encode_train_split  # benchmarks/, beside this script
@@ -146,4 +148,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

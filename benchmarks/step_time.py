@@ -20,6 +20,7 @@ import functools
 import os
 import platform
 import statistics
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -29,6 +30,7 @@ import keras
 import numpy as np
 
 import onestep_gan
+from onestep_gan.rdf2text.cli import run_script
 
 LATENT_DIM = 16
 LEARNING_RATE = 2e-4
@@ -286,4 +288,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import logging
 import os
+import sys
 import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -24,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras
 
 from onestep_gan.rdf2text import datasets, webnlg
+from onestep_gan.rdf2text.cli import run_script
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.inference import make_generate_function
 from onestep_gan.rdf2text.mle import build_model, compile_model
@@ -146,4 +148,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -27,6 +27,8 @@ import statistics
 import subprocess
 import sys
 
+from onestep_gan.rdf2text.cli import run_script
+
 # (inter-op threads, intra-op threads); 0 = TensorFlow's default (the number of cores)
 VARIANTS = {"default": (0, 0), "inter1": (1, 0), "inter1+intra1": (1, 1), "intra1": (0, 1), "onednn-off": (0, 0)}
 # Environment a variant's process starts TensorFlow with: "onednn-off" runs TensorFlow's own (Eigen)
@@ -134,4 +136,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

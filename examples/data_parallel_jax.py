@@ -17,6 +17,8 @@ import socket
 import subprocess
 import sys
 
+from onestep_gan.rdf2text.cli import run_script
+
 GLOBAL_BATCH, LATENT_DIM, STEPS = 16, 4, 3
 
 
@@ -104,4 +106,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -48,6 +48,7 @@ non-saturating / least-squares losses did worse in this budget.
 """
 
 import argparse
+import sys
 import dataclasses
 import os
 import time
@@ -59,6 +60,7 @@ import keras
 import numpy as np
 
 import onestep_gan
+from onestep_gan.rdf2text.cli import run_script
 
 """
 ## The data: eight Gaussians on a ring
@@ -352,4 +354,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

@@ -138,12 +138,13 @@ def decoding_setting(text):
     try:
         if len(parts) not in (3, 4) or int(parts[0]) < 1 or parts[2] not in ("0", "1"):
             raise ValueError
-        float(parts[1])
+        if not 0 <= float(parts[1]) < float("inf"):
+            raise ValueError
         if len(parts) == 4:
             _optional_float(parts[3])
-    except ValueError:
+    except (ValueError, argparse.ArgumentTypeError):
         raise argparse.ArgumentTypeError(
-            "expected BEAM_WIDTH,LENGTH_PENALTY,RERANK[,MIN_FOREIGN]: a beam width >= 1, a number, 0 or 1, "
+            "expected BEAM_WIDTH,LENGTH_PENALTY,RERANK[,MIN_FOREIGN]: a beam width >= 1, a finite number >= 0, 0 or 1, "
             f"and a number or none (e.g. 12,0.6,1). Received: {text!r}"
         ) from None
     return text

@@ -26,9 +26,11 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
-from onestep_gan.rdf2text import faithfulness, webnlg
+from onestep_gan.rdf2text import faithfulness, runs, webnlg
+from onestep_gan.rdf2text.atomic_files import atomic_write
 from onestep_gan.rdf2text.cli import run_script
 from onestep_gan.rdf2text.preprocessing import normalise_entity
+from webnlg_read_sample import read_hypotheses  # examples/, beside this script
 
 LABELS = faithfulness.LABELS
 
@@ -274,8 +276,7 @@ def check_enriched(aligner, folder, show=0, seen_categories=None):
 # --------------------------------------------------------------------------------- hand
 
 
-def check_hand(aligner, dev_entries, hypotheses_path):
-    hypotheses = pathlib.Path(hypotheses_path).read_text().split("\n")
+def check_hand(aligner, dev_entries, hypotheses):
     pairs, extra_pairs, disagreements = [], [], []
     code = {"c": "correct", "m": "missing", "w": "wrong"}
     for index, (entry_id, labels, extra) in sorted(HAND_LABELS.items()):
@@ -322,10 +323,13 @@ def main(argv=None):
     parser.add_argument("--gold-splits", nargs="+", choices=("dev", "test"), default=["dev"],
                         help="enriched splits for (b); test is also split into seen and unseen categories")
     args = parser.parse_args(argv)
+    if args.output:  # checked before the minutes of mining and checking, not after
+        runs.check_output_dir(pathlib.Path(args.output).parent, "--output's folder")
 
     start = time.time()
     train = webnlg.load_webnlg("train", args.data_dir)
     dev = webnlg.load_webnlg("dev", args.data_dir)
+    hypotheses = read_hypotheses(args.hypotheses, len(dev)) if args.hypotheses else None
     test = webnlg.load_webnlg("test", args.data_dir)
     aligner = faithfulness.SlotAligner.from_entries(
         train, min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
@@ -359,21 +363,21 @@ def main(argv=None):
 
     if args.hypotheses and HAND_LABELS:
         print("(c) hand labels, dev outputs")
-        report, disagreements = check_hand(aligner, dev, args.hypotheses)
+        report, disagreements = check_hand(aligner, dev, hypotheses)
         results["hand"] = report
         print(f"  outputs={report['outputs']} triples={report['n']} accuracy={report['accuracy']:.2%} "
               + " ".join(f"{label}: P={report[label]['precision']} R={report[label]['recall']} "
                          f"(gold {report[label]['gold']})" for label in LABELS)
               + f" extra-entity flag agrees on {report['extra_entity_outputs_agree']}/{report['outputs']}")
         print("\n".join(disagreements))
-        hypotheses = pathlib.Path(args.hypotheses).read_text().split("\n")[: len(dev)]
         results["hypotheses_dev"] = faithfulness.slot_error_report(aligner, hypotheses, dev)
         scores = results["hypotheses_dev"]["all"]
         print(f"  all dev outputs: SER={scores['slot_error_rate']:.2%} missing={scores['missing_rate']:.2%} "
               f"wrong={scores['wrong_binding_rate']:.2%} "
               f"extra-entity outputs={scores['outputs_with_extra_entities']:.2%}")
     if args.output:
-        pathlib.Path(args.output).write_text(json.dumps(results, indent=1))
+        pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(args.output, json.dumps(results, indent=1))
     print(f"done in {time.time() - start:.1f}s")
 
 

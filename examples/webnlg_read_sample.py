@@ -27,7 +27,8 @@ import pathlib
 import random
 import sys
 
-from onestep_gan.rdf2text import faithfulness, webnlg
+from onestep_gan.rdf2text import faithfulness, runs, webnlg
+from onestep_gan.rdf2text.atomic_files import atomic_write
 from onestep_gan.rdf2text.cli import run_script
 
 
@@ -59,6 +60,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.blind and len(args.hypotheses) != 2:
         parser.error(f"--blind compares two --hypotheses files. Received: {len(args.hypotheses)}")
+    if args.blind:  # checked before anything is printed: the key is written last
+        key = pathlib.Path(args.blind)
+        if any(key.resolve() == pathlib.Path(path).resolve() for path in args.hypotheses):
+            raise ValueError(f"--blind {key}: expected a new file for the key. Received: one of the --hypotheses files")
+        runs.check_output_dir(key.parent, "--blind's folder")
 
     entries = webnlg.load_webnlg(args.split, args.data_dir)
     outputs = [read_hypotheses(path, len(entries)) for path in args.hypotheses]
@@ -133,7 +139,8 @@ def print_blind_pairs(entries, pool, paths, outputs, count, seed, key_path, cate
         print(f"  A: {outputs[order[0]][index]}\n  B: {outputs[order[1]][index]}\n")
     among = f"; categories: {', '.join(categories)}" if categories else ""
     print(f"{len(indices)} of the {len(differing)} entries whose outputs differ (of {len(pool)}{among})")
-    pathlib.Path(key_path).write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
+    pathlib.Path(key_path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(key_path, json.dumps(key, indent=1) + "\n")
     return 0
 
 

@@ -21,7 +21,8 @@ import json
 import pathlib
 import sys
 
-from onestep_gan.rdf2text import checkpoints, runs, templates
+from onestep_gan.rdf2text import runs, templates
+from onestep_gan.rdf2text.atomic_files import atomic_write_all
 from onestep_gan.rdf2text.cli import run_script
 from webnlg_read_sample import read_hypotheses  # examples/, beside this script
 
@@ -35,6 +36,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     run_dir = pathlib.Path(args.run_dir)
     runs.check_run_dir(run_dir)
+    out_dir = pathlib.Path(args.out_dir) if args.out_dir else run_dir / "template_fallback"
+    runs.check_output_dir(out_dir, "--out-dir")  # before the minutes of checking, not after
     config = runs.load_config(run_dir / runs.CONFIG_FILE)
     adversarial = (run_dir / runs.ADVERSARIAL_CONFIG_FILE).is_file()
     hypotheses_path = run_dir / f"{'adversarial_' if adversarial else ''}{args.split}_hypotheses.txt"
@@ -49,14 +52,13 @@ def main(argv=None):
 
     records = [templates.checked_text(checker, entry.triples, text, unfaithful="template")
                for entry, text in zip(entries, hypotheses)]
-    out_dir = pathlib.Path(args.out_dir) if args.out_dir else run_dir / "template_fallback"
     out_dir.mkdir(parents=True, exist_ok=True)
-    write = checkpoints.atomic_write
-    write(out_dir / f"{args.split}_fallback.txt", "".join(record["text"] + "\n" for record in records))
-    write(out_dir / f"{args.split}_fallback.jsonl",
-          "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
-    write(out_dir / f"{args.split}_templates.txt",
-          "".join(templates.template_text(entry.triples) + "\n" for entry in entries))
+    atomic_write_all({
+        out_dir / f"{args.split}_fallback.txt": "".join(record["text"] + "\n" for record in records),
+        out_dir / f"{args.split}_fallback.jsonl":
+            "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records),
+        out_dir / f"{args.split}_templates.txt": "".join(templates.template_text(entry.triples) + "\n" for entry in entries),
+    })
     for name, keep in (("all", lambda entry: True), ("seen", lambda entry: entry.seen is not False),
                        ("unseen", lambda entry: entry.seen is False)):
         chosen = [record for entry, record in zip(entries, records) if keep(entry)]

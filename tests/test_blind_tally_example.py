@@ -86,3 +86,17 @@ def test_a_bad_reading_from_the_command_line_is_one_line_with_exit_status_2(tmp_
     assert result.stderr.strip().splitlines() == [
         f"webnlg_blind_tally.py: error: {reading}, line 2: expected an entry number, then A, B, \"A B\" or -. "
         "Received: '2 maybe'"]
+
+
+def test_a_blind_key_path_that_is_an_input_is_refused_before_anything_is_written(tmp_path, capsys):
+    first, second = tmp_path / "one.txt", tmp_path / "two.txt"
+    first.write_text("Same text.\nFirst text.\n")
+    second.write_text("Same text.\nSecond text.\n")
+    argv = ["--hypotheses", str(first), "--hypotheses", str(second), "--data-dir", str(fixture_2017_dir()), "--split", "test"]
+    with pytest.raises(ValueError, match=r"--blind .*two\.txt: expected a new file for the key. Received: one of the --hypotheses files"):
+        read_sample.main([*argv, "--blind", str(second)])
+    assert second.read_text() == "Same text.\nSecond text.\n"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ValueError, match=r"--blind's folder .*is a file, expected a folder"):
+        read_sample.main([*argv, "--blind", str(tmp_path / "file" / "key.json")])
+    assert capsys.readouterr().out == ""  # refused before the sample is printed

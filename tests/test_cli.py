@@ -493,3 +493,102 @@ def test_a_failed_child_run_is_one_line_naming_its_log(tmp_path):
     assert message.endswith("Last line: Run folder X: expected a folder.")
     cli.run_child([sys.executable, "-c", "print('fine')"], log)  # appended, no error
     assert log.read_text().splitlines()[-1] == "fine"
+
+
+def test_evaluate_refuses_to_overwrite_its_input_and_a_name_with_a_folder(tmp_path, capsys):
+    hypotheses = tmp_path / "test_evaluated_hypotheses.txt"  # the file `evaluate` would write
+    hypotheses.write_text("Aarhus Airport serves Aarhus,  Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
+    before = hypotheses.read_bytes()
+    argv = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
+    assert cli.main(argv) == 2
+    assert "is a file this command writes" in capsys.readouterr().err
+    assert hypotheses.read_bytes() == before
+    assert cli.main([*argv, "--name", "sub/x"]) == 2
+    assert "--name: expected a file name prefix without a folder. Received: 'sub/x'" in capsys.readouterr().err
+    assert sorted(path.name for path in tmp_path.iterdir()) == [hypotheses.name]
+
+
+def test_a_failed_write_is_one_line_and_leaves_no_partial_file(tmp_path, monkeypatch, capsys):
+    """A full disk while `evaluate` writes its report: one line naming the file, exit status 2, and
+    none of the report's files new (no partial file left)."""
+    from onestep_gan.rdf2text import atomic_files
+
+    hypotheses = tmp_path / "hyp.txt"
+    hypotheses.write_text("Aarhus Airport serves Aarhus, Denmark.\nAbdul Taib Mahmud was born in Miri.\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    real_write_bytes = pathlib.Path.write_bytes
+
+    def full_disk(path, data):
+        if path.name.startswith(".test_evaluated_scores"):
+            real_write_bytes(path, data[:10])
+            raise OSError(28, "No space left on device", str(path))
+        return real_write_bytes(path, data)
+
+    monkeypatch.setattr(pathlib.Path, "write_bytes", full_disk)
+    argv = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017),
+            "--output-dir", str(out)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "No space left on device" in err and ".test_evaluated_scores" in err
+    assert list(out.iterdir()) == []
+    # atomic_save: a failed save leaves the target as it was and no partial file.
+    target = tmp_path / "model.txt"
+    target.write_text("old")
+
+    def failing_save(path):
+        pathlib.Path(path).write_text("half")
+        raise RuntimeError("save failed")
+
+    with pytest.raises(RuntimeError):
+        atomic_files.atomic_save(target, failing_save)
+    assert target.read_text() == "old" and sorted(path.name for path in tmp_path.iterdir()) == ["hyp.txt", "model.txt", "out"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["generate", "--run-dir", "r", "--length-penalty", "nan"], "expected a finite number >= 0. Received: nan"),
+    (["generate", "--run-dir", "r", "--rerank-min-foreign", "abc"], "expected a finite number or 'none'. Received: 'abc'"),
+    (["train", "--dropout", "nan"], "argument --dropout: expected a finite number. Received: 'nan'"),
+    (["train", "--max-train-entries", "x"], "argument --max-train-entries: expected an integer or 'none'. Received: 'x'"),
+    (["train", "--epochs", "1.5"], "argument --epochs: expected an integer. Received: '1.5'"),
+])
+def test_number_flags_say_what_they_expect_and_refuse_nan(argv, message, capsys):
+    with pytest.raises(SystemExit) as raised:
+        cli.build_parser().parse_args(argv)
+    assert raised.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field, value", [("max_train_entries", 0), ("max_eval_entries", -1),
+                                          ("length_penalty", float("nan")), ("rerank_min_foreign", float("inf"))])
+def test_config_refuses_empty_samples_and_numbers_that_are_not_finite(field, value):
+    with pytest.raises(ValueError, match=rf"`{field}` must be .*Received: {field}="):
+        cli.MLEConfig(**{field: value})
+    if field == "max_train_entries":
+        with pytest.raises(ValueError, match=r"`max_train_entries` must be None \(every entry\) or >= 1"):
+            cli.AdversarialConfig(max_train_entries=value)
+
+
+def test_adversarial_refuses_the_mle_runs_own_folder(trained_run, capsys):
+    before = sorted(path.name for path in trained_run.iterdir())
+    argv = ["adversarial", "--quick", "--mle-run-dir", str(trained_run), "--data-dir", str(FIXTURE_2017)]
+    for run_dir in (trained_run, trained_run / "gan"):
+        assert cli.main([*argv, "--run-dir", str(run_dir)]) == 2
+        assert "expected a folder apart from the MLE run" in capsys.readouterr().err
+    assert sorted(path.name for path in trained_run.iterdir()) == before
+
+
+def test_a_damaged_timing_file_is_named(trained_run, tmp_path):
+    import shutil
+
+    from onestep_gan.rdf2text import mle
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    (run / "timing.json").write_text('{"best_val_loss": 1.2')
+    config = runs.load_config(run / runs.CONFIG_FILE)
+    with pytest.raises(ValueError, match=r"timing\.json is not a valid JSON file .*expected the MLE run's timing"):
+        mle.trained_run_identity(run, config)
+    reports = {path.name: path.read_bytes() for path in run.iterdir() if path.is_file()}
+    with pytest.raises(ValueError, match=r"run/timing\.json: expected the finished run's timing"):
+        mle.decode_run(run, FIXTURE_2017)
+    assert {path.name: path.read_bytes() for path in run.iterdir() if path.is_file()} == reports

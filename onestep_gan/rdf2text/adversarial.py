@@ -26,7 +26,6 @@ text enters D as exact one-hots of its ids. See `sampling.py` and `discriminator
 """
 
 import contextlib
-import json
 import logging
 import pathlib
 import shutil
@@ -414,6 +413,12 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     start = time.perf_counter()
     run_dir = pathlib.Path(run_dir)
     runs.check_output_dir(run_dir)
+    mle_resolved, run_resolved = pathlib.Path(mle_run_dir).resolve(), run_dir.resolve()
+    if run_resolved == mle_resolved or mle_resolved in run_resolved.parents or run_resolved in mle_resolved.parents:
+        raise ValueError(
+            f"Run folder {run_dir}: expected a folder apart from the MLE run {mle_run_dir} (the stage writes its own "
+            "config.json, vocabulary and reports). Received: the same folder, or one inside the other."
+        )
     keras.utils.set_random_seed(config.seed)
     transformer, preprocessor, mle_config = runs.load_run(mle_run_dir)
     if config.max_length > transformer.max_target_length:
@@ -560,7 +565,7 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
         )
     timing["total_seconds"] = time.perf_counter() - start  # this process's (a resumed run: its own share)
     mle_scores_path = pathlib.Path(mle_run_dir) / "test_scores.json"
-    mle_scores = json.loads(mle_scores_path.read_text()) if mle_scores_path.is_file() else None
+    mle_scores = runs.read_json(mle_scores_path, "the MLE run's test scores") if mle_scores_path.is_file() else None
     summary = {"mle": mle_scores, "adversarial": results["test"], "discriminator": accuracy, "timing": timing}
     comparison = runs.write_comparison(run_dir, summary)
     backup.delete()  # the run is complete: a rerun starts afresh

@@ -22,18 +22,38 @@ def _commit(partial, path):
 
 def atomic_write(path, data):
     """Writes `data` (bytes or str, UTF-8) to `path` atomically."""
-    path = pathlib.Path(path)
-    partial = partial_path(path)
-    partial.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    _commit(partial, path)
+    atomic_save(path, lambda partial: pathlib.Path(partial).write_bytes(
+        data.encode("utf-8") if isinstance(data, str) else data))
+
+
+def atomic_write_all(files):
+    """Writes `files` (`{path: bytes or str}`) as one set: every file is written to its partial file
+    before any is renamed over its target, so a failed write (a full disk) leaves none of them new."""
+    partials = {pathlib.Path(path): partial_path(path) for path in files}
+    try:
+        for (path, partial), data in zip(partials.items(), files.values()):
+            partial.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+            with open(partial, "rb+") as file:
+                os.fsync(file.fileno())
+    except BaseException:
+        for partial in partials.values():
+            partial.unlink(missing_ok=True)
+        raise
+    for path, partial in partials.items():
+        os.replace(partial, path)
 
 
 def atomic_save(path, save):
-    """Calls `save(partial_path)`, then renames the written file over `path`."""
+    """Calls `save(partial_path)`, then renames the written file over `path`. A write that fails (a
+    full disk, an error in `save`) removes its partial file and leaves `path` as it was."""
     path = pathlib.Path(path)
     partial = partial_path(path)
-    save(partial)
-    _commit(partial, path)
+    try:
+        save(partial)
+        _commit(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def remove_partial_files(folder):

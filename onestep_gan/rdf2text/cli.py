@@ -160,9 +160,9 @@ def _non_negative_float(text):
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0. Received: {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0. Received: {value}")
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0. Received: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0. Received: {value}")
     return value
 
 
@@ -283,6 +283,15 @@ def _evaluate(args):
     hypotheses = _read_text_lines(hypotheses_path, "Hypotheses file")
     output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
     runs.check_output_dir(output_dir, "--output-dir")  # before the scoring's minutes, not after
+    name = args.name or f"{args.split}_evaluated"
+    if name != pathlib.Path(name).name or name in (".", ".."):
+        raise ValueError(f"--name: expected a file name prefix without a folder. Received: {name!r}")
+    written = [output_dir / f"{name}_{suffix}" for suffix in ("hypotheses.txt", "scores.json", "scores.md")]
+    if any(path.resolve() == hypotheses_path.resolve() for path in written):
+        raise ValueError(
+            f"--hypotheses {hypotheses_path} is a file this command writes ({name}_hypotheses.txt in {output_dir}): "
+            "expected another --name or --output-dir, so the input is not overwritten."
+        )
     limit, train_limit, seed, holdout = None, None, 0, ()
     if args.run_dir:  # a sampled run (--quick, --max-eval-entries) is scored on its own sample,
         config = runs.load_config(pathlib.Path(args.run_dir) / runs.CONFIG_FILE)  # and its own train
@@ -298,7 +307,6 @@ def _evaluate(args):
             + f"). Received: {len(hypotheses)} lines in {hypotheses_path}"
             + ("" if args.run_dir else " (for a sampled run, pass its --run-dir)")
         )
-    name = args.name or f"{args.split}_evaluated"
     if args.whole_train_aligner:
         train = webnlg.load_webnlg("train", args.data_dir)
     else:  # the train entries the run mined its own aligner from
@@ -320,7 +328,7 @@ def _add_decoding_overrides(parser):
     """The decoding flags `decode` and `generate` share; each defaults to the run's own setting."""
     parser.add_argument("--decode-method", choices=("greedy", "beam"), help="default: the run's")
     parser.add_argument("--beam-width", type=_positive_int, help="default: the run's")
-    parser.add_argument("--length-penalty", type=float, help="default: the run's")
+    parser.add_argument("--length-penalty", type=_non_negative_float, help="default: the run's")
     parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="default: the run's")
     parser.add_argument(
         "--rerank-min-foreign", type=_optional_float, default=argparse.SUPPRESS, metavar="SCORE",
@@ -525,7 +533,7 @@ def run_script(main_function):
     2, not a traceback. Use: `sys.exit(run_script(main))`."""
     try:
         return main_function() or 0
-    except ValueError as error:
+    except (ValueError, OSError) as error:  # OSError: a full disk, a read-only folder (it names the file)
         return _user_error(error, program=pathlib.Path(sys.argv[0]).name)
 
 
@@ -553,4 +561,6 @@ def main(argv=None):
     try:
         return args.handler(args)
     except ValueError as error:  # every user error is raised as a ValueError naming what is wrong
+        return _user_error(error)
+    except OSError as error:  # the machine's: a full disk, a read-only folder (it names the file)
         return _user_error(error)

@@ -10,6 +10,7 @@
 import argparse
 import dataclasses
 import json
+import math
 import pathlib
 import types
 import typing
@@ -369,6 +370,13 @@ class MLEConfig(_Serialisable):
                 "Expected `triple_orders` 1 or `predicate_word_dropout` 0: the two are not combined. "
                 f"Received: triple_orders={self.triple_orders}, predicate_word_dropout={self.predicate_word_dropout}"
             )
+        _check_sample_sizes(self, ("max_train_entries", "max_eval_entries"))
+        if not (math.isfinite(float(self.length_penalty)) and self.length_penalty >= 0):
+            raise ValueError(f"`length_penalty` must be a finite number >= 0. Received: length_penalty={self.length_penalty}")
+        if self.rerank_min_foreign is not None and not math.isfinite(float(self.rerank_min_foreign)):
+            raise ValueError(
+                f"`rerank_min_foreign` must be a finite number or None. Received: rerank_min_foreign={self.rerank_min_foreign}"
+            )
         if not float(self.rerank_discriminator_weight) >= 0:
             raise ValueError(
                 "`rerank_discriminator_weight` must be 0 or more. "
@@ -483,6 +491,7 @@ class AdversarialConfig(_Serialisable):
     gradient_clip_norm: float = 1.0
 
     def __post_init__(self):
+        _check_sample_sizes(self, ("max_train_entries",))
         for name in ("max_length", "batch_size", "pretrain_steps", "adversarial_steps", "steps_per_epoch"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
@@ -516,6 +525,14 @@ class AdversarialConfig(_Serialisable):
         )
         settings.update(overrides)
         return cls(**settings)
+
+
+def _check_sample_sizes(config, names):
+    """Each of `names` is None (every entry) or a sample of at least one entry."""
+    for name in names:
+        value = getattr(config, name)
+        if value is not None and int(value) < 1:
+            raise ValueError(f"`{name}` must be None (every entry) or >= 1. Received: {name}={value}")
 
 
 def add_config_arguments(parser, config_class, skip=()):
@@ -552,12 +569,39 @@ def config_from_arguments(config_class, args, quick=False):
     return dataclasses.replace(base, **overrides)
 
 
+def _integer(text):
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer. Received: {text!r}") from None
+
+
+def _finite_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number. Received: {text!r}")
+    return value
+
+
 def _optional_int(text):
-    return None if text.lower() == "none" else int(text)
+    if text.lower() == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer or 'none'. Received: {text!r}") from None
 
 
 def _optional_float(text):
-    return None if text.lower() == "none" else float(text)
+    if text.lower() == "none":
+        return None
+    try:
+        return _finite_float(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a finite number or 'none'. Received: {text!r}") from None
 
 
 def _item_type(annotation):
@@ -567,8 +611,10 @@ def _item_type(annotation):
 
 def _field_kind(annotation):
     """The argparse type of a field's annotation, or None for fields left to code."""
-    if annotation in (int, float, str, bool, tuple) or typing.get_origin(annotation) is tuple:
+    if annotation in (str, bool, tuple) or typing.get_origin(annotation) is tuple:
         return annotation
+    if annotation in (int, float):  # argparse's own types name themselves ("invalid float value") and take nan
+        return _integer if annotation is int else _finite_float
     if isinstance(annotation, types.UnionType) and set(annotation.__args__) == {int, type(None)}:
         return _optional_int
     if isinstance(annotation, types.UnionType) and set(annotation.__args__) == {float, type(None)}:
@@ -582,4 +628,4 @@ def _verbosity(text):
     """`keras.Model.fit`'s verbose: "auto", 0 (silent), 1 (a progress bar) or 2 (a line an epoch)."""
     if text in ("auto", "0", "1", "2"):
         return text if text == "auto" else int(text)
-    raise argparse.ArgumentTypeError(f"expected auto, 0, 1 or 2 (as keras.Model.fit takes), received {text!r}")
+    raise argparse.ArgumentTypeError(f"expected auto, 0, 1 or 2 (as keras.Model.fit takes). Received: {text!r}")

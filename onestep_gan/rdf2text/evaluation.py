@@ -34,7 +34,7 @@ from nltk.tokenize import NLTKWordTokenizer
 from nltk.translate.bleu_score import corpus_bleu
 
 from onestep_gan.rdf2text import preprocessing
-from onestep_gan.rdf2text.atomic_files import atomic_write
+from onestep_gan.rdf2text.atomic_files import atomic_write_all
 
 logger = logging.getLogger(__name__)
 
@@ -402,9 +402,11 @@ def write_report(run_dir, hypotheses, entries, scores=None, name="test", aligner
     run_dir = pathlib.Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     lines = [_WHITESPACE.sub(" ", hypothesis).strip() for hypothesis in hypotheses]
-    atomic_write(run_dir / f"{name}_hypotheses.txt", "".join(line + "\n" for line in lines))
-    atomic_write(run_dir / f"{name}_scores.json", json.dumps(scores, indent=2) + "\n")
-    atomic_write(run_dir / f"{name}_scores.md", format_markdown_table(scores))
+    atomic_write_all({  # one set: a failed write (a full disk) leaves the three files as they were
+        run_dir / f"{name}_hypotheses.txt": "".join(line + "\n" for line in lines),
+        run_dir / f"{name}_scores.json": json.dumps(scores, indent=2) + "\n",
+        run_dir / f"{name}_scores.md": format_markdown_table(scores),
+    })
     logger.info("Wrote %s report to %s", name, run_dir)
     return scores
 

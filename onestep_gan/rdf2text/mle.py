@@ -498,7 +498,7 @@ def trained_run_identity(run_dir, config):
     """What tells one finished MLE run's model from another's: its training settings and, from
     `timing.json`, its best dev loss (None without the file); the same for a run decoded again."""
     timing_path = pathlib.Path(run_dir) / runs.TIMING_FILE
-    timing = json.loads(timing_path.read_text(encoding="utf-8")) if timing_path.is_file() else {}
+    timing = runs.read_json(timing_path, "the MLE run's timing") if timing_path.is_file() else {}
     return {**_resume_metadata(config), "best_val_loss": timing.get("best_val_loss")}
 
 
@@ -560,6 +560,12 @@ def decode_run(run_dir, data_dir=None, **decoding):
             "train", data_dir, config.max_train_entries, config.seed, holdout_categories=config.holdout_categories
         ))
         checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
+    # The run's own reports that are rewritten below: read (and checked) before the minutes of decoding.
+    summary_path, timing_path = run_dir / runs.ADVERSARIAL_SUMMARY_FILE, run_dir / runs.TIMING_FILE
+    if adversarial and summary_path.is_file():  # none if the stage stopped early
+        summary = runs.read_json(summary_path, "the adversarial stage's summary")
+    elif not adversarial and timing_path.is_file():
+        timing = runs.read_json(timing_path, "the MLE run's timing")  # the run's training
     decode = decoder_for(model, preprocessor, config, aligner, discriminator=discriminator)
     # Both splits are decoded and scored before any report is written: a decode stopped half way
     # leaves the folder's reports and config.json as they were, not dev's new beside test's old.
@@ -577,11 +583,9 @@ def decode_run(run_dir, data_dir=None, **decoding):
         evaluation.write_report(run_dir, hypotheses, entries, scores=results[name],
                                 name=f"adversarial_{name}" if adversarial else name)
     checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, config.save)
-    if adversarial and (run_dir / runs.ADVERSARIAL_SUMMARY_FILE).is_file():  # none if the stage stopped early
-        summary = json.loads((run_dir / runs.ADVERSARIAL_SUMMARY_FILE).read_text(encoding="utf-8"))
+    if adversarial and summary_path.is_file():
         runs.write_comparison(run_dir, {**summary, "adversarial": results["test"]})
-    elif not adversarial and (run_dir / runs.TIMING_FILE).is_file():
-        timing = json.loads((run_dir / runs.TIMING_FILE).read_text(encoding="utf-8"))  # the run's training
+    elif not adversarial and timing_path.is_file():
         decoded = sum(results[name]["all"]["count"] for name in results)
         timing.update(decode_seconds=decode_seconds,  # and this decoding's time
                       decode_sentences_per_second=decoded / max(sum(decode_seconds.values()), 1e-9))

@@ -22,6 +22,7 @@ train), so an adversarial run decodes exactly the dev and test entries of its ML
 import dataclasses
 import json
 import logging
+import os
 import pathlib
 import random
 import zipfile
@@ -148,6 +149,23 @@ def load_model_file(path):
         raise
 
 
+def read_json(path, expected):
+    """The JSON object in `path`; a missing, damaged or non-object file raises ValueError naming the
+    file and `expected` ("the MLE run's timing", ...)."""
+    path = pathlib.Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path} not found: expected {expected}.") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path} is not a valid JSON file ({error}); expected {expected}.") from None
+    except OSError as error:
+        raise ValueError(f"{path} cannot be read ({error.strerror}); expected {expected}.") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected {expected} (a JSON object). Received: a {type(value).__name__}")
+    return value
+
+
 def check_output_dir(run_dir, what="Run folder"):
     """Raises `ValueError` when a job could not write its run into `run_dir`: the path, or a folder
     above it, is a file. Called before the job reads or writes anything; `what` names the folder."""
@@ -156,6 +174,8 @@ def check_output_dir(run_dir, what="Run folder"):
         if folder.exists():
             if not folder.is_dir():
                 raise ValueError(f"{what} {run_dir}: {folder} is a file, expected a folder (created if missing).")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise ValueError(f"{what} {run_dir}: {folder} cannot be written, expected a folder this user can write.")
             return
 
 
