@@ -6,7 +6,10 @@ import keras
 from keras import ops
 
 import onestep_gan
-from tests.test_one_step_gan import BATCH, ArgmaxGenerator, batch, gradients, make_conditional_discriminator, make_generator
+from tests.test_one_step_gan import (
+    BATCH, CONDITION_DIM, SAMPLE_DIM, ArgmaxGenerator, TrainingScale, batch, gradients, make_conditional_discriminator,
+    make_generator,
+)
 
 
 def make_gan(**kwargs):
@@ -46,6 +49,50 @@ def test_fit_step_matches_manual_alternating_updates():
     )
     history = gan.fit(conditions, real, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
     assert set(history.history) == {"loss", "d_loss", "g_loss", "real_score", "fake_score"}
+    for variable, expected in zip(discriminator.trainable_variables, expected_d):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+    for variable, expected in zip(generator.trainable_variables, expected_g):
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def training_sensitive_conditional_discriminator():
+    conditions, sample = keras.Input((CONDITION_DIM,)), keras.Input((SAMPLE_DIM,))
+    hidden = keras.layers.Dense(16, activation="tanh")(keras.layers.Concatenate()([conditions, sample]))
+    return keras.Model([conditions, sample], keras.layers.Dense(1)(TrainingScale()(hidden)), name="discriminator")
+
+
+@pytest.mark.parametrize("discriminator_steps", [1, 2])
+@pytest.mark.parametrize("loss", ["hinge", "relativistic"])
+def test_fit_step_matches_manual_updates_for_each_setting(discriminator_steps, loss):
+    """`discriminator_steps` D steps, then a G step, every D pass in training mode (D scales its
+    hidden layer by 3 in inference), RSGAN's G step against real scores of the updated D."""
+    learning_rate = 0.1
+    gan = onestep_gan.AlternatingGAN(make_generator(), training_sensitive_conditional_discriminator(), loss=loss,
+                                     discriminator_steps=discriminator_steps)
+    conditions, real = (ops.convert_to_tensor(t) for t in batch())
+    generator, discriminator, gan_loss = gan.generator, gan.discriminator, gan.gan_loss
+    d_start = [v.numpy().copy() for v in discriminator.trainable_variables]
+    g_start = [v.numpy().copy() for v in generator.trainable_variables]
+
+    def score(sample):
+        return ops.squeeze(discriminator([conditions, sample], training=True), 1)
+
+    for _ in range(discriminator_steps):
+        fake = ops.stop_gradient(generator(conditions, training=True))
+        _, d_grads = gradients(lambda: gan_loss.discriminator_loss(score(real), score(fake)), discriminator.trainable_variables)
+        for variable, gradient in zip(discriminator.trainable_variables, d_grads):
+            variable.assign(variable.numpy() - learning_rate * gradient)
+    expected_d = [v.numpy().copy() for v in discriminator.trainable_variables]
+    real_scores = ops.stop_gradient(score(real))
+    _, g_grads = gradients(lambda: gan_loss.generator_loss(score(generator(conditions, training=True)), real_scores),
+                           generator.trainable_variables)
+    expected_g = [w - learning_rate * g for w, g in zip(g_start, g_grads)]
+    for variable, value in zip(discriminator.trainable_variables, d_start):
+        variable.assign(value)
+
+    gan.compile(discriminator_optimizer=keras.optimizers.SGD(learning_rate), generator_optimizer=keras.optimizers.SGD(learning_rate))
+    gan.fit(conditions, real, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
+    assert int(gan.optimizer.iterations) == discriminator_steps + 1
     for variable, expected in zip(discriminator.trainable_variables, expected_d):
         np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-5, atol=1e-6)
     for variable, expected in zip(generator.trainable_variables, expected_g):

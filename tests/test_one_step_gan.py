@@ -118,9 +118,14 @@ def test_bracket_gradient_on_discriminator_is_exactly_zero():
         return g_loss - ops.stop_gradient(g_loss)
 
     value, grads, g_grads = gradients(bracket, gan.discriminator.trainable_variables, gan.generator.trainable_variables)
-    assert float(value) == 0.0
     assert all(grad is None or not np.any(grad) for grad in grads)
     assert any(np.any(grad) for grad in g_grads)
+    # In value the model's single loss is L_D alone: the bracket adds 0 (computed independently here).
+    conditions, real = ops.convert_to_tensor(conditions), ops.convert_to_tensor(real)
+    real_scores = ops.squeeze(gan.discriminator([conditions, real]), 1)
+    fake_scores = ops.squeeze(gan.discriminator([conditions, gan.generator(conditions)]), 1)
+    loss = gan.compute_loss(conditions, real, training=True)
+    assert float(loss) == pytest.approx(float(gan.gan_loss.discriminator_loss(real_scores, fake_scores)), rel=1e-6)
 
 
 def apply_sgd_reference(variables, grads, learning_rate, scale=1.0):
@@ -825,6 +830,63 @@ def test_wasserstein_gradient_penalty_value():
     d_loss, real_scores, fake_scores = gan.discriminator_loss(None, real, fake)
     critic_loss = float(ops.mean(fake_scores) - ops.mean(real_scores))
     assert float(d_loss) == pytest.approx(critic_loss + 2.0 * 16.0, rel=1e-5)
+
+
+class HalfSquaredNorm(keras.layers.Layer):
+    """D(x) = ||x||^2 / 2, whose input gradient is x itself: the penalty then shows where D was read."""
+
+    def call(self, inputs):
+        return 0.5 * ops.sum(ops.square(inputs), axis=-1, keepdims=True)
+
+
+def test_wasserstein_gradient_penalty_reads_d_on_per_example_interpolates(monkeypatch):
+    """With D(x) = ||x||^2 / 2 the penalty is mean((||eps_i real_i + (1 - eps_i) fake_i|| - 1)^2): it is
+    taken on interpolates of real and fake, with one eps per example (a linear critic cannot tell)."""
+    critic = keras.Sequential([keras.Input((SAMPLE_DIM,)), HalfSquaredNorm()])
+    gan = onestep_gan.OneStepGAN(make_generator(LATENT_DIM), critic, loss="wasserstein", latent_dim=LATENT_DIM)
+    rng = np.random.default_rng(3)
+    real = rng.normal(size=(BATCH, SAMPLE_DIM)).astype("float32") * 3.0
+    fake = rng.normal(size=(BATCH, SAMPLE_DIM)).astype("float32")
+    drawn = []
+    uniform = keras.random.uniform
+
+    def recording_uniform(*args, **kwargs):
+        drawn.append(to_numpy(uniform(*args, **kwargs)))
+        return ops.convert_to_tensor(drawn[-1])
+
+    monkeypatch.setattr(keras.random, "uniform", recording_uniform)
+    penalty = float(gan.gradient_penalty(None, ops.convert_to_tensor(real), ops.convert_to_tensor(fake)))
+    (epsilon,) = drawn
+    assert epsilon.shape == (BATCH,) and len(set(epsilon.tolist())) == BATCH  # one eps per example
+    interpolates = epsilon[:, None] * real + (1.0 - epsilon[:, None]) * fake
+    expected = np.mean((np.linalg.norm(interpolates, axis=1) - 1.0) ** 2)
+    assert penalty == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize("trainer", ["one_step", "alternating"])
+@pytest.mark.parametrize("loss", ["hinge", "relativistic"])
+def test_logged_metrics_are_the_losses_and_the_mean_scores(trainer, loss):
+    """`d_loss`, `g_loss`, `real_score`, `fake_score` (and `loss`) logged by `fit` (a step at learning
+    rate 0, so the weights stay) and `evaluate` are L_D, L_G and the mean scores, computed here alone."""
+    cls = onestep_gan.OneStepGAN if trainer == "one_step" else onestep_gan.AlternatingGAN
+    gan = cls(make_generator(), make_conditional_discriminator(), loss=loss)
+    conditions, real = (ops.convert_to_tensor(t) for t in batch())
+    real_scores = ops.squeeze(gan.discriminator([conditions, real]), 1)
+    fake_scores = ops.squeeze(gan.discriminator([conditions, gan.generator(conditions)]), 1)
+    d_loss = float(gan.gan_loss.discriminator_loss(real_scores, fake_scores))
+    g_loss = float(gan.gan_loss.generator_loss(fake_scores, real_scores))
+    expected = {"d_loss": d_loss, "g_loss": g_loss, "real_score": float(ops.mean(real_scores)),
+                "fake_score": float(ops.mean(fake_scores)), "loss": d_loss if trainer == "one_step" else d_loss + g_loss}
+    if trainer == "one_step":
+        gan.compile(optimizer=keras.optimizers.SGD(0.0))
+    else:
+        gan.compile(discriminator_optimizer=keras.optimizers.SGD(0.0), generator_optimizer=keras.optimizers.SGD(0.0))
+    logged = {key: values[0] for key, values in gan.fit(conditions, real, batch_size=BATCH, verbose=0).history.items()}
+    evaluated = gan.evaluate(conditions, real, batch_size=BATCH, verbose=0, return_dict=True)
+    for results in (logged, evaluated):
+        assert set(results) == set(expected)
+        for key, value in expected.items():
+            assert results[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
 
 
 def test_wasserstein_gradient_penalty_is_differentiated_through_the_input_gradient():

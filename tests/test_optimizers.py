@@ -257,6 +257,22 @@ def test_swap_ema_weights_callback():
     assert len(optimizer.optimizers) == 2 and all(o.use_ema for o in optimizer.optimizers)
 
 
+def test_ema_weights_are_the_nets_weights_after_fit():
+    """With `use_ema`, `fit` ends by writing each net's moving average into its weights
+    (`finalize_variable_values`), as Keras does for one optimizer."""
+    optimizer = onestep_gan.GANOptimizer(keras.optimizers.SGD(0.1, use_ema=True, ema_momentum=0.5))
+    gan, conditions, real = gan_with(optimizer)
+    gan.fit(conditions, real, batch_size=4, epochs=2, verbose=0)
+    checked = 0
+    for inner in optimizer.optimizers:
+        for variable, average in zip(inner._trainable_variables, inner._model_variables_moving_average):
+            np.testing.assert_allclose(variable.numpy(), average.numpy(), rtol=1e-6)
+            checked += 1
+    assert checked == len(gan.trainable_variables)
+    # The averages lag the last step's weights: without the write-back the weights would differ.
+    assert int(optimizer.iterations) > 1
+
+
 @pytest.mark.parametrize("frozen", ["discriminator", "generator", None])
 def test_iterations_count_the_steps_whichever_net_is_frozen(frozen):
     """`optimizer.iterations` (read by TensorBoard, schedules, callbacks) counts the training steps,
