@@ -96,6 +96,8 @@ def test_a_triple_with_nothing_to_state_is_refused_naming_its_line():
                        ("A | !! | 1963", "predicate")):
         with pytest.raises(ValueError, match=rf"Line 2: expected letters or digits in the {part}\. Received: "):
             cli.parse_triple_sets(["A | b | C", line])
+    with pytest.raises(ValueError, match=r"^triples\.txt, line 2: expected triples 'subject \| predicate \| object'"):
+        cli.parse_triple_sets(["A | b | C", "A | b"], source="triples.txt")
 
 
 def test_generate_blank_line_gives_blank_output(trained_run, monkeypatch, capsys):
@@ -120,6 +122,13 @@ def test_generate_user_errors(trained_run, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"")))
     assert cli.main(["generate", "--run-dir", str(tmp_path / "no_run")]) == 2
     one_line_error(capsys, "no_run", "not found")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("A | b | C\nA | b\n")
+    assert cli.main(["generate", "--run-dir", str(trained_run), "--input", str(bad)]) == 2
+    one_line_error(capsys, f"{bad}, line 2: expected triples", "Received: 'A | b'")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b\n")))
+    assert cli.main(["generate", "--run-dir", str(trained_run)]) == 2
+    one_line_error(capsys, "stdin, line 1: expected triples", "Received: 'A | b'")
 
 
 # Item 9: damaged run files.

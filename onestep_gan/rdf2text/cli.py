@@ -77,8 +77,9 @@ def add_adversarial_arguments(parser):
     add_config_arguments(parser.add_argument_group("AdversarialConfig fields"), AdversarialConfig)
 
 
-def parse_triple_sets(lines):
-    """Lines of `s | p | o ; s | p | o` -> one list of `webnlg.Triple` per line.
+def parse_triple_sets(lines, source=None):
+    """Lines of `s | p | o ; s | p | o` -> one list of `webnlg.Triple` per line; an error names the
+    line (and `source`, the file or "stdin", when given).
 
     The separators are exactly ` ; ` and ` | ` (spaces included), so an entity may contain `;`
     or `|`. A blank line gives None (its output is a blank line, which keeps outputs aligned
@@ -88,6 +89,7 @@ def parse_triple_sets(lines):
     from onestep_gan.rdf2text.webnlg import Triple
 
     triple_sets = []
+    where = f"{source}, line" if source else "Line"
     for line_number, line in enumerate(lines, start=1):
         line = line.strip()
         if line.endswith(TRIPLE_SET_SEPARATOR.rstrip()):
@@ -100,7 +102,7 @@ def parse_triple_sets(lines):
             parts = [part.strip() for part in text.split(TRIPLE_PART_SEPARATOR)]
             if len(parts) != 3 or not all(parts):
                 raise ValueError(
-                    f"Line {line_number}: expected triples 'subject | predicate | object' separated "
+                    f"{where} {line_number}: expected triples 'subject | predicate | object' separated "
                     f"by ' ; '. Received: {text.strip()!r}"
                 )
             subject, predicate, object_ = parts
@@ -112,7 +114,7 @@ def parse_triple_sets(lines):
             empty = [name for name, words in written.items() if not words.strip()]
             if empty:  # "_", '""', "!!": nothing a text could state
                 raise ValueError(
-                    f"Line {line_number}: expected letters or digits in the {' and '.join(empty)}. "
+                    f"{where} {line_number}: expected letters or digits in the {' and '.join(empty)}. "
                     f"Received: {text.strip()!r}"
                 )
             triples.append(Triple(*parts))
@@ -237,7 +239,7 @@ def _generate(args):
         lines = _read_text_lines(args.input, "Input file")
     else:
         lines = _decode_lines(sys.stdin.buffer.read(), "stdin")
-    triple_sets = parse_triple_sets(lines)
+    triple_sets = parse_triple_sets(lines, args.input or "stdin")
     model, preprocessor, config = load_run(args.run_dir)
     config = dataclasses.replace(config, **_decoding_overrides(args))
     reranking = config.rerank and config.decode_method == "beam"
