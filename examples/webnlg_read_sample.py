@@ -34,11 +34,12 @@ from onestep_gan.rdf2text.cli import run_script
 
 def read_hypotheses(path, expected):
     try:
-        lines = pathlib.Path(path).read_text(encoding="utf-8").split("\n")
+        lines = pathlib.Path(path).read_bytes().decode("utf-8-sig").split("\n")  # a byte-order mark is no text
     except (OSError, UnicodeDecodeError) as error:
         raise ValueError(f"{path}: cannot be read as UTF-8 text ({error.__class__.__name__}); expected one output per line") from None
     if lines and lines[-1] == "":
         lines = lines[:-1]
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]  # Windows line ends
     if len(lines) != expected:
         raise ValueError(f"{path}: expected {expected} lines (one per entry). Received: {len(lines)}")
     return lines

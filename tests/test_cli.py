@@ -445,6 +445,15 @@ def test_generate_says_when_a_run_without_an_aligner_cannot_rerank(trained_run, 
     assert f"{run}" in message and "aligner.json" in message and "not reranked" in message
     assert "onestep-gan decode" in message and "--no-rerank" in message
     assert generate("--no-rerank") == []
+    # jsonl needs the aligner: one line, before the model is loaded, and no warning before it.
+    caplog.clear()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"Alan_Bean | birthPlace | Wheeler,_Texas\n")))
+    monkeypatch.setattr(runs, "load_run", lambda *args: pytest.fail("the model was loaded"))
+    assert cli.main(["generate", "--run-dir", str(run), "--format", "jsonl"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "need the run's aligner.json" in err[0]
+    assert not [record for record in caplog.records if record.levelname == "WARNING"]
+    monkeypatch.undo()
     shutil.copy(trained_run / "aligner.json", run / "aligner.json")
     assert generate("--rerank") == []
 

@@ -77,3 +77,9 @@ def test_blind_pairs_are_drawn_only_among_the_categories_asked_for(tmp_path, cap
     assert "Airport" not in out and "Politician one." in out
     assert "1 of the 1 entries whose outputs differ (of 1; categories: Politician)" in out
     assert [entry["entry"] for entry in json.loads(key.read_text()).values()] == ["test/Id2"]
+
+
+def test_hypotheses_with_a_byte_order_mark_and_windows_line_ends_read_as_their_text(tmp_path):
+    path = tmp_path / "hyp.txt"
+    path.write_bytes("\ufeffFirst text.\r\nSecond text.\r\n".encode("utf-8"))
+    assert read_sample.read_hypotheses(path, 2) == ["First text.", "Second text."]

@@ -232,15 +232,20 @@ def _decode(args):
 def _generate(args):
     from onestep_gan.rdf2text import templates
     from onestep_gan.rdf2text.mle import decoder_for
-    from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_checker, load_discriminator, load_run
+    from onestep_gan.rdf2text import runs
+    from onestep_gan.rdf2text.runs import check_run_dir, load_aligner, load_checker, load_discriminator
 
     check_run_dir(args.run_dir)  # before reading stdin: a wrong folder fails at once
+    needs_checker = args.format == "jsonl" or args.unfaithful != "keep"
+    if needs_checker and not (pathlib.Path(args.run_dir) / runs.ALIGNER_FILE).is_file():
+        raise ValueError(f"{args.run_dir}: --format jsonl and --unfaithful need the run's aligner.json (decode "
+                         "the run again with this release to write it).")
     if args.input:
         lines = _read_text_lines(args.input, "Input file")
     else:
         lines = _decode_lines(sys.stdin.buffer.read(), "stdin")
     triple_sets = parse_triple_sets(lines, args.input or "stdin")
-    model, preprocessor, config = load_run(args.run_dir)
+    model, preprocessor, config = runs.load_run(args.run_dir)
     config = dataclasses.replace(config, **_decoding_overrides(args))
     reranking = config.rerank and config.decode_method == "beam"
     aligner = load_aligner(args.run_dir) if reranking else None
@@ -255,7 +260,7 @@ def _generate(args):
     # as the run decoded dev and test
     decode = decoder_for(model, preprocessor, config, aligner, progress=False, discriminator=discriminator)
     checker = None
-    if args.format == "jsonl" or args.unfaithful != "keep":
+    if needs_checker:
         checker = load_checker(args.run_dir, config)
         if checker is None:
             raise ValueError(f"{args.run_dir}: --format jsonl and --unfaithful need the run's aligner.json (decode "
