@@ -863,6 +863,45 @@ def test_wasserstein_gradient_penalty_reads_d_on_per_example_interpolates(monkey
     assert penalty == pytest.approx(expected, rel=1e-5)
 
 
+def test_single_loss_separates_exactly_with_the_gradient_penalty():
+    """WGAN-GP in the single loss: D gets grad(critic loss + weight x penalty), G gets lam x grad(L_G)
+    alone. A linear critic over [conditions, sample] has input gradient k_x (its sample rows), so the
+    reference penalty (||k_x|| - 1)^2 is written on the kernel itself, with no input gradient."""
+    weight = 3.0
+    conditions_input, sample_input = keras.Input((CONDITION_DIM,)), keras.Input((SAMPLE_DIM,))
+    critic = keras.Model([conditions_input, sample_input],
+                         keras.layers.Dense(1)(keras.layers.Concatenate()([conditions_input, sample_input])))
+    gan = onestep_gan.OneStepGAN(make_generator(), critic, loss="wasserstein", lam=LAM, gradient_penalty_weight=weight)
+    conditions, real = (ops.convert_to_tensor(t) for t in batch())
+    gan(conditions)
+    total, d_grads, g_grads = gradients(
+        lambda: gan.compute_loss(conditions, real, gan(conditions)),
+        gan.discriminator.trainable_variables, gan.generator.trainable_variables,
+    )
+    kernel = critic.trainable_variables[0]
+
+    def reference_discriminator_loss():
+        fake = ops.stop_gradient(gan.generator(conditions))
+        real_scores = ops.squeeze(critic([conditions, real]), 1)
+        fake_scores = ops.squeeze(critic([conditions, fake]), 1)
+        penalty = ops.square(ops.sqrt(ops.sum(ops.square(kernel[CONDITION_DIM:]))) - 1.0)
+        return gan.gan_loss.discriminator_loss(real_scores, fake_scores) + weight * penalty
+
+    reference_total, ref_d_grads = gradients(reference_discriminator_loss, gan.discriminator.trainable_variables)
+    _, ref_g_grads = gradients(
+        lambda: gan.gan_loss.generator_loss(ops.squeeze(critic([conditions, gan.generator(conditions)]), 1)),
+        gan.generator.trainable_variables,
+    )
+    assert float(total) == pytest.approx(float(reference_total), rel=1e-5)
+    assert float(reference_total) > float(gan.gan_loss.discriminator_loss(  # the penalty is in it
+        ops.squeeze(critic([conditions, real]), 1), ops.squeeze(critic([conditions, gan.generator(conditions)]), 1))) + 1e-3
+    for grad, ref in zip(d_grads, ref_d_grads):
+        np.testing.assert_allclose(grad, ref, rtol=1e-4, atol=1e-6)
+    for grad, ref in zip(g_grads, ref_g_grads):
+        np.testing.assert_allclose(grad, LAM * ref, rtol=1e-5, atol=1e-7)
+        assert np.any(grad != 0)
+
+
 @pytest.mark.parametrize("trainer", ["one_step", "alternating"])
 @pytest.mark.parametrize("loss", ["hinge", "relativistic"])
 def test_logged_metrics_are_the_losses_and_the_mean_scores(trainer, loss):
