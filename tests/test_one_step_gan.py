@@ -498,6 +498,39 @@ def test_regularisation_losses_of_both_nets_are_in_the_loss():
     assert float(total) == pytest.approx(expected, rel=1e-6)
 
 
+def test_each_nets_weight_regularisation_reaches_its_own_net_unscaled():
+    """D's gradient is grad(L_D + D's weight penalty); G's is lam x grad(L_G) + grad(G's weight
+    penalty): each penalty on its own net, G's not scaled by lam (references written here)."""
+    l2 = 0.05
+    generator = keras.Sequential([keras.Input((CONDITION_DIM,)), keras.layers.Dense(16, activation="tanh", kernel_regularizer=keras.regularizers.L2(l2)),
+                                  keras.layers.Dense(SAMPLE_DIM)])
+    conditions_input, sample_input = keras.Input((CONDITION_DIM,)), keras.Input((SAMPLE_DIM,))
+    hidden = keras.layers.Dense(16, activation="tanh", kernel_regularizer=keras.regularizers.L2(l2))(
+        keras.layers.Concatenate()([conditions_input, sample_input]))
+    discriminator = keras.Model([conditions_input, sample_input], keras.layers.Dense(1)(hidden))
+    gan = onestep_gan.OneStepGAN(generator, discriminator, lam=LAM)
+    conditions, real = (ops.convert_to_tensor(t) for t in batch())
+    gan(conditions)
+    _, d_grads, g_grads = gradients(
+        lambda: gan.compute_loss(conditions, real, gan(conditions)), discriminator.trainable_variables, generator.trainable_variables)
+
+    def score(sample):
+        return ops.squeeze(discriminator([conditions, sample]), 1)
+
+    def penalty(net):
+        return l2 * ops.sum(ops.square(net.layers[-2].kernel if net is discriminator else net.layers[0].kernel))
+
+    _, ref_d = gradients(lambda: gan.gan_loss.discriminator_loss(
+        score(real), score(ops.stop_gradient(generator(conditions)))) + penalty(discriminator), discriminator.trainable_variables)
+    _, ref_g = gradients(lambda: gan.gan_loss.generator_loss(score(generator(conditions))), generator.trainable_variables)
+    _, ref_g_penalty = gradients(lambda: penalty(generator), generator.trainable_variables)
+    assert np.any(ref_d[-4] != 0) and np.any(ref_g_penalty[0] != 0)  # D's hidden kernel, G's first kernel
+    for grad, ref in zip(d_grads, ref_d):
+        np.testing.assert_allclose(grad, ref, rtol=1e-5, atol=1e-7)
+    for grad, ref, ref_penalty in zip(g_grads, ref_g, ref_g_penalty):
+        np.testing.assert_allclose(grad, LAM * ref + (0 if ref_penalty is None else ref_penalty), rtol=1e-5, atol=1e-7)
+
+
 def test_fit_step_counts_the_regularisation_of_both_nets():
     """One SGD step of fit equals the step computed from the loss's own gradient: no
     regularisation term is lost inside the trainer (JAX runs the loss in a StatelessScope)."""
