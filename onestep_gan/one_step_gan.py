@@ -69,6 +69,10 @@ class OneStepGAN(GANModel):
             `generator_extra_loss` (for example D scoring hard negatives made
             from the real data). It receives G's sample with its gradient
             stopped, so no term it computes can reach G's weights.
+            Both return this replica's batch mean, as `ops.mean` gives it: the
+            engine divides the whole loss by the number of replicas once. A
+            `keras.losses.Loss` object divides by them too under tf.distribute;
+            multiply its value by `onestep_gan.distribute.num_replicas_in_sync()`.
 
     Call arguments:
         inputs: conditions (conditional) or a batch of real samples, used only

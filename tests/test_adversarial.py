@@ -2,6 +2,7 @@
 the `chain` command and what reads the stage's run folder (`generate`, `decode`)."""
 
 import contextlib
+import dataclasses
 import io
 import json
 import pathlib
@@ -514,6 +515,8 @@ def test_a_job_killed_in_a_finished_runs_folder_leaves_no_finished_run(adversari
     shutil.copytree(mle_run, tmp_path / "mle")
     shutil.copytree(gan_run, tmp_path / "gan")
     assert runs.finished_run(tmp_path / "mle", runs.SUMMARY_FILE, tiny_config())
+    assert runs.finished_run(tmp_path / "mle", runs.SUMMARY_FILE, dataclasses.replace(tiny_config(), verbose=2))  # logging only
+    assert not runs.finished_run(tmp_path / "mle", runs.SUMMARY_FILE, dataclasses.replace(tiny_config(), seed=7))
     assert runs.finished_run(tmp_path / "gan", runs.COMPARISON_FILE)
 
     def killed(*args, **kwargs):

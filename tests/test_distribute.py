@@ -74,6 +74,23 @@ SCRIPT = textwrap.dedent(
     seeds.state.assign([7, onestep_gan.ReplicaSeedGenerator.REPLICA_STRIDE])
     later = [t.numpy().tolist() for t in strategy.experimental_local_results(strategy.run(draw))]
     results["first_seeds"], results["later_seeds"] = first, later
+
+    # The text GAN's MLE term is a per-replica mean like the GAN's own terms (the engine divides the
+    # whole loss by the replicas once), though it is computed by a keras.losses.Loss, which divides too.
+    from onestep_gan.rdf2text.adversarial import mle_term
+
+    class FakeTransformer:
+        pad_id, bos_id = 0, 1
+        logits = tf.constant(rng.normal(size=(4, 3, 6)).astype("float32"))
+
+        def __call__(self, inputs, training=None):
+            return self.logits
+
+    term = mle_term(FakeTransformer(), weight=2.0)
+    labels = tf.constant([[2, 3, 0], [4, 5, 5], [2, 0, 0], [3, 3, 4]])
+    single = float(term(None, labels, None))
+    per_replica = strategy.run(tf.function(lambda: term(None, labels, None)))
+    results["mle_term"] = [single] + [float(t) for t in strategy.experimental_local_results(per_replica)]
     print("RESULT" + json.dumps(results))
     """
 )
@@ -114,3 +131,9 @@ def test_replica_seed_streams_never_meet(mirrored_results):
     assert first[0] == [7, 0] and first[1] != first[0]
     seen = {tuple(seed) for seed in first}
     assert not any(tuple(seed) in seen for seed in later), (first, later)
+
+
+def test_the_text_gans_mle_term_is_a_per_replica_mean(mirrored_results):
+    single, *replicas = mirrored_results["mle_term"]
+    assert len(replicas) == 2 and single > 0
+    assert replicas == pytest.approx([single, single], rel=1e-6)

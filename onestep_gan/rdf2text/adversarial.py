@@ -35,6 +35,7 @@ import keras
 from keras import ops
 
 import onestep_gan
+from onestep_gan import distribute
 from onestep_gan.callbacks import TerminateOnDivergence, TrainingDivergedError
 from onestep_gan.rdf2text import checkpoints, datasets, evaluation, runs
 from onestep_gan.rdf2text.discriminator import TextDiscriminator, check_compatible
@@ -91,7 +92,11 @@ def mle_term(transformer, weight=1.0, label_smoothing=0.1):
         bos = ops.full((batch_size, 1), transformer.bos_id, dtype=real.dtype)
         decoder_input = ops.concatenate([bos, real[:, :-1]], axis=1)  # (batch, max_length)
         logits = transformer({"source": conditions, "target": decoder_input}, training=True)
-        return weight * loss_fn(real, logits)
+        # A per-replica mean, as the engine's extra losses are: a keras.losses.Loss divides by the
+        # replicas itself under tf.distribute, and the engine divides the whole loss once more.
+        loss = weight * loss_fn(real, logits)
+        replicas = distribute.num_replicas_in_sync()
+        return loss * replicas if replicas > 1 else loss
 
     return term
 

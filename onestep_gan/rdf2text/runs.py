@@ -186,8 +186,11 @@ def finished_run(run_dir, last_file, config=None):
     run_dir = pathlib.Path(run_dir)
     if not (run_dir / last_file).is_file() or (run_dir / BACKUP_DIR).exists():
         return False
+    def settings(saved):  # `verbose` changes the logs only
+        return {key: value for key, value in saved.to_dict().items() if key != "verbose"}
+
     try:
-        return config is None or type(config).load(run_dir / CONFIG_FILE).to_dict() == config.to_dict()
+        return config is None or settings(type(config).load(run_dir / CONFIG_FILE)) == settings(config)
     except ValueError:  # a damaged or old config.json: not this run
         return False
 
