@@ -21,10 +21,12 @@ class TerminateOnDivergence(keras.callbacks.Callback):
     the value, so a script cannot mistake a diverged run for a finished one.
 
     A training key (`"loss"`, `"d_loss"`) is checked after every batch, and the error is raised
-    there, before Keras ends the epoch: `ModelCheckpoint` does not save the diverged weights
-    over the last good ones and `BackupAndRestore` keeps its backup, wherever this callback is
-    in the list. A `val_` key is checked at epoch end, in list order: put the callback before
-    the checkpointing ones. A key that never appears in the logs is named in a warning.
+    there, before Keras ends the epoch: a `ModelCheckpoint` or `BackupAndRestore` that saves at
+    epoch end does not save the diverged weights over the last good ones, wherever this callback
+    is in the list. One that saves every N batches (`save_freq=N`) runs before this callback's
+    check if listed before it, and a `val_` key is checked at epoch end, in list order: put this
+    callback first. A key that never appears in the logs is named in a warning (a `val_` key once
+    validation ran without it, or at the end of a fit that never validated).
 
     Args:
         monitor: the log key to watch, e.g. `"loss"`, `"d_loss"` or `"val_loss"`.
@@ -44,10 +46,12 @@ class TerminateOnDivergence(keras.callbacks.Callback):
         self.diverged = None
         self._epoch = 0
         self._seen = False
+        self._last_logs = None
 
     def on_train_begin(self, logs=None):
         self.diverged = None
         self._seen = False
+        self._last_logs = None
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -58,13 +62,24 @@ class TerminateOnDivergence(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self.diverged is None:
             self._check(logs, None)
-        if not self._seen and logs:
-            self._seen = True  # warn once
-            warnings.warn(
-                f"TerminateOnDivergence: monitor={self.monitor!r} is not in the logs (available: "
-                f"{', '.join(sorted(logs))}); nothing is watched.",
-                stacklevel=2,
-            )
+        # A `val_` key is missing on epochs without validation (`validation_freq`): named when
+        # validation ran without it, or at the end of a fit that never validated.
+        validated = any(key.startswith("val_") for key in logs or ())
+        if not self._seen and logs and (validated or not self.monitor.startswith("val_")):
+            self._warn_missing(logs)
+        self._last_logs = logs
+
+    def on_train_end(self, logs=None):
+        if not self._seen and self._last_logs:
+            self._warn_missing(self._last_logs)
+
+    def _warn_missing(self, logs):
+        self._seen = True  # warn once
+        warnings.warn(
+            f"TerminateOnDivergence: monitor={self.monitor!r} is not in the logs (available: "
+            f"{', '.join(sorted(logs))}); nothing is watched.",
+            stacklevel=3,
+        )
 
     def _check(self, logs, batch):
         if not logs or self.monitor not in logs:

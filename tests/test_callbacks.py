@@ -1,4 +1,5 @@
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -88,3 +89,20 @@ def test_a_key_that_is_never_logged_is_named_in_a_warning():
     model = regression_model(learning_rate=1e-4)
     with pytest.warns(UserWarning, match=r"monitor='d_los' is not in the logs \(available: .*loss"):
         model.fit(*data(), batch_size=8, epochs=2, verbose=0, callbacks=[TerminateOnDivergence(monitor="d_los")])
+
+
+def test_a_validation_key_is_not_missed_on_epochs_without_validation():
+    """With `validation_freq=2` the first epoch's logs hold no `val_` key: no warning then, and the
+    key is watched when it comes; a `val_` key absent when validation ran, or never, is named."""
+    x, y = data()
+    model = regression_model(learning_rate=1e-4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TrainingDivergedError, match=r"val_loss=.* \(limit 1e-09\) at epoch 2\."):
+            model.fit(x, y, validation_data=(x, y), validation_freq=2, batch_size=8, epochs=4, verbose=0,
+                      callbacks=[TerminateOnDivergence(monitor="val_loss", max_loss=1e-9)])
+    with pytest.warns(UserWarning, match=r"monitor='val_los' is not in the logs \(available: .*val_loss"):
+        model.fit(x, y, validation_data=(x, y), validation_freq=2, batch_size=8, epochs=2, verbose=0,
+                  callbacks=[TerminateOnDivergence(monitor="val_los")])
+    with pytest.warns(UserWarning, match=r"monitor='val_loss' is not in the logs \(available: loss\)"):
+        model.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[TerminateOnDivergence(monitor="val_loss")])
