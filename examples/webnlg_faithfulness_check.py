@@ -26,8 +26,8 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
-from onestep_gan.rdf2text import faithfulness, runs, webnlg
-from onestep_gan.rdf2text.atomic_files import atomic_write
+from onestep_gan.rdf2text import faithfulness, webnlg
+from onestep_gan.rdf2text.atomic_files import atomic_write, check_output_dir
 from onestep_gan.rdf2text.cli import run_script
 from onestep_gan.rdf2text.preprocessing import normalise_entity
 from webnlg_read_sample import read_hypotheses  # examples/, beside this script
@@ -324,7 +324,7 @@ def main(argv=None):
                         help="enriched splits for (b); test is also split into seen and unseen categories")
     args = parser.parse_args(argv)
     if args.output:  # checked before the minutes of mining and checking, not after
-        runs.check_output_dir(pathlib.Path(args.output).parent, "--output's folder")
+        check_output_dir(pathlib.Path(args.output).parent, "--output's folder")
 
     start = time.time()
     train = webnlg.load_webnlg("train", args.data_dir)

@@ -27,8 +27,8 @@ import pathlib
 import random
 import sys
 
-from onestep_gan.rdf2text import faithfulness, runs, webnlg
-from onestep_gan.rdf2text.atomic_files import atomic_write
+from onestep_gan.rdf2text import faithfulness, webnlg
+from onestep_gan.rdf2text.atomic_files import atomic_write, check_output_dir
 from onestep_gan.rdf2text.cli import run_script
 
 
@@ -65,7 +65,7 @@ def main(argv=None):
         key = pathlib.Path(args.blind)
         if any(key.resolve() == pathlib.Path(path).resolve() for path in args.hypotheses):
             raise ValueError(f"--blind {key}: expected a new file for the key. Received: one of the --hypotheses files")
-        runs.check_output_dir(key.parent, "--blind's folder")
+        check_output_dir(key.parent, "--blind's folder")
 
     entries = webnlg.load_webnlg(args.split, args.data_dir)
     outputs = [read_hypotheses(path, len(entries)) for path in args.hypotheses]

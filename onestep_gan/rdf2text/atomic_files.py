@@ -62,3 +62,17 @@ def remove_partial_files(folder):
     if folder.is_dir():
         for path in folder.glob(".*.partial*"):
             path.unlink(missing_ok=True)
+
+
+def check_output_dir(run_dir, what="Run folder"):
+    """Raises `ValueError` when a job could not write its run into `run_dir`: the path, or a folder
+    above it, is a file, or the nearest existing folder cannot be written. Called before the job
+    reads or writes anything; `what` names the folder."""
+    run_dir = pathlib.Path(run_dir)
+    for folder in (run_dir, *run_dir.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ValueError(f"{what} {run_dir}: {folder} is a file, expected a folder (created if missing).")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise ValueError(f"{what} {run_dir}: {folder} cannot be written, expected a folder this user can write.")
+            return

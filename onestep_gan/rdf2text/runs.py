@@ -28,6 +28,7 @@ import random
 import zipfile
 
 from onestep_gan.rdf2text import enriched, evaluation, webnlg
+from onestep_gan.rdf2text.atomic_files import check_output_dir  # noqa: F401 (the jobs' and the CLI's)
 from onestep_gan.rdf2text.checkpoints import atomic_write
 from onestep_gan.rdf2text.config import MLEConfig
 from onestep_gan.rdf2text.faithfulness import SlotAligner
@@ -164,19 +165,6 @@ def read_json(path, expected):
     if not isinstance(value, dict):
         raise ValueError(f"{path}: expected {expected} (a JSON object). Received: a {type(value).__name__}")
     return value
-
-
-def check_output_dir(run_dir, what="Run folder"):
-    """Raises `ValueError` when a job could not write its run into `run_dir`: the path, or a folder
-    above it, is a file. Called before the job reads or writes anything; `what` names the folder."""
-    run_dir = pathlib.Path(run_dir)
-    for folder in (run_dir, *run_dir.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                raise ValueError(f"{what} {run_dir}: {folder} is a file, expected a folder (created if missing).")
-            if not os.access(folder, os.W_OK | os.X_OK):
-                raise ValueError(f"{what} {run_dir}: {folder} cannot be written, expected a folder this user can write.")
-            return
 
 
 def finished_run(run_dir, last_file, config=None):
