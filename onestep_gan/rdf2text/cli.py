@@ -260,11 +260,8 @@ def _generate(args):
     # as the run decoded dev and test
     decode = decoder_for(model, preprocessor, config, aligner, progress=False, discriminator=discriminator)
     checker = None
-    if needs_checker:
+    if needs_checker:  # aligner.json checked above, before the model was loaded
         checker = load_checker(args.run_dir, config)
-        if checker is None:
-            raise ValueError(f"{args.run_dir}: --format jsonl and --unfaithful need the run's aligner.json (decode "
-                             "the run again with this release to write it).")
     texts = iter(decode(preprocessor.encode_triples(wanted)) if wanted else ())
     for triples in triple_sets:
         if triples is None:
