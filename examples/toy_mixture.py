@@ -61,6 +61,7 @@ import numpy as np
 
 import onestep_gan
 from onestep_gan.rdf2text.cli import run_script
+from onestep_gan.rdf2text.config import finite_float
 
 """
 ## The data: eight Gaussians on a ring
@@ -318,9 +319,9 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=defaults.steps_per_epoch, help="steps per epoch")
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--loss", default=defaults.loss, choices=sorted(onestep_gan.losses.LOSSES))
-    parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate, help="D's")
+    parser.add_argument("--learning-rate", type=finite_float, default=defaults.learning_rate, help="D's")
     parser.add_argument(
-        "--generator-learning-rate-ratio", type=float, default=defaults.generator_learning_rate_ratio
+        "--generator-learning-rate-ratio", type=finite_float, default=defaults.generator_learning_rate_ratio
     )
     parser.add_argument("--hidden", type=int, default=defaults.hidden)
     parser.add_argument(

@@ -50,7 +50,7 @@ from onestep_gan.rdf2text import averaging, evaluation, inference, runs  # noqa:
 from onestep_gan.rdf2text.faithfulness import SlotAligner  # noqa: E402
 from onestep_gan.rdf2text.reranking import SlotErrorReranker  # noqa: E402
 from onestep_gan.rdf2text.cli import run_script  # noqa: E402
-from onestep_gan.rdf2text.config import _optional_float  # noqa: E402
+from onestep_gan.rdf2text.config import finite_float, optional_float  # noqa: E402
 
 
 def main(argv=None):
@@ -63,9 +63,9 @@ def main(argv=None):
                         help="windows to compare (default: the run's model file as it is)")
     parser.add_argument("--interpolate-with", default=None, metavar="RUN",
                         help="a run of the same architecture whose weights are mixed in (see --interpolation)")
-    parser.add_argument("--interpolation", type=float, nargs="+", default=None, metavar="A",
+    parser.add_argument("--interpolation", type=finite_float, nargs="+", default=None, metavar="A",
                         help="weights a of the run (1 - a of --interpolate-with's) to compare")
-    parser.add_argument("--mask-predicate-words", type=float, default=0.0, metavar="RATE",
+    parser.add_argument("--mask-predicate-words", type=finite_float, default=0.0, metavar="RATE",
                         help="probability that each predicate word of a dev source becomes UNK (default 0)")
     parser.add_argument("--mask-seed", type=int, default=0, help="seed of those masks (default 0)")
     parser.add_argument("--write-hypotheses", type=pathlib.Path, default=None, metavar="DIR",
@@ -141,7 +141,7 @@ def decoding_setting(text):
         if not 0 <= float(parts[1]) < float("inf"):
             raise ValueError
         if len(parts) == 4:
-            _optional_float(parts[3])
+            optional_float(parts[3])
     except (ValueError, argparse.ArgumentTypeError):
         raise argparse.ArgumentTypeError(
             "expected BEAM_WIDTH,LENGTH_PENALTY,RERANK[,MIN_FOREIGN]: a beam width >= 1, a finite number >= 0, 0 or 1, "
@@ -159,7 +159,7 @@ def sweep_setting(model, preprocessor, config, aligner, dev, examples, setting, 
     if rerank:
         foreign = config.rerank_min_foreign
         if min_foreign:
-            foreign = _optional_float(min_foreign[0])
+            foreign = optional_float(min_foreign[0])
         reranker = SlotErrorReranker.from_config(aligner, dataclasses.replace(config, rerank_min_foreign=foreign))
         rerank_label = "yes" if foreign is None else f"yes, min_foreign {foreign:g}"
     generate_function = inference.make_generate_function(

@@ -29,6 +29,7 @@ import xml.etree.ElementTree as ET
 from onestep_gan.rdf2text import faithfulness, webnlg
 from onestep_gan.rdf2text.atomic_files import atomic_write, check_output_dir
 from onestep_gan.rdf2text.cli import run_script
+from onestep_gan.rdf2text.config import finite_float
 from onestep_gan.rdf2text.preprocessing import normalise_entity
 from webnlg_read_sample import read_hypotheses  # examples/, beside this script
 
@@ -305,7 +306,7 @@ def main(argv=None):
     parser.add_argument("--save-aligner", default=None)
     parser.add_argument("--show", type=int, default=0, help="print this many disagreements per kind")
     parser.add_argument("--output", default=None, help="write all numbers to this JSON file")
-    parser.add_argument("--min-foreign", type=float, default=None,
+    parser.add_argument("--min-foreign", type=finite_float, default=None,
                         help="the aligner also counts values stated under a relation outside the input")
     parser.add_argument("--inversions", action="store_true", help="the aligner also reads \"the P of X is Y\" "
                         "phrases: relations stated the wrong way round (docs/faithfulness.md)")

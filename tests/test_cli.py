@@ -2,6 +2,7 @@ import dataclasses
 import io
 import json
 import pathlib
+import re
 import warnings
 
 import pytest
@@ -575,6 +576,47 @@ def test_config_refuses_empty_samples_and_numbers_that_are_not_finite(field, val
     if field == "max_train_entries":
         with pytest.raises(ValueError, match=r"`max_train_entries` must be None \(every entry\) or >= 1"):
             cli.AdversarialConfig(max_train_entries=value)
+
+
+@pytest.mark.parametrize("config_class, field, value, expected", [
+    ("MLEConfig", "max_source_length", 0, "positive"), ("MLEConfig", "max_target_length", -1, "positive"),
+    ("MLEConfig", "min_token_count", 0, "positive"), ("MLEConfig", "num_heads", 0, "positive"),
+    ("MLEConfig", "feedforward_dim", 0, "positive"), ("MLEConfig", "num_encoder_layers", 0, "positive"),
+    ("MLEConfig", "num_decoder_layers", -1, "positive"), ("MLEConfig", "dropout", 1.0, r"in \[0, 1\)"),
+    ("MLEConfig", "dropout", -0.1, r"in \[0, 1\)"), ("MLEConfig", "label_smoothing", 1.5, r"in \[0, 1\)"),
+    ("MLEConfig", "peak_learning_rate", 0.0, "a finite number > 0"),
+    ("MLEConfig", "peak_learning_rate", float("inf"), "a finite number > 0"),
+    ("MLEConfig", "gradient_clip_norm", -1.0, "a finite number > 0"),
+    ("MLEConfig", "final_learning_rate_fraction", 2.0, r"in \[0, 1\]"), ("MLEConfig", "warmup_steps", -1, ">= 0"),
+    ("MLEConfig", "rerank_min_foreign", -1.0, "a finite number >= 0"),
+    ("MLEConfig", "rerank_discriminator_weight", float("inf"), "a finite number >= 0"),
+    ("MLEConfig", "num_logged_samples", -1, ">= 0"),
+    ("AdversarialConfig", "discriminator_dim", 0, "positive"), ("AdversarialConfig", "discriminator_heads", 0, "positive"),
+    ("AdversarialConfig", "discriminator_feedforward_dim", 0, "positive"),
+    ("AdversarialConfig", "discriminator_layers", 0, "positive"), ("AdversarialConfig", "held_out_batches", 0, "positive"),
+    ("AdversarialConfig", "discriminator_dropout", float("nan"), r"in \[0, 1\)"),
+    ("AdversarialConfig", "label_smoothing", -0.1, r"in \[0, 1\)"),
+    ("AdversarialConfig", "pretrain_learning_rate", -1.0, "a finite number > 0"),
+    ("AdversarialConfig", "discriminator_learning_rate", float("nan"), "a finite number > 0"),
+    ("AdversarialConfig", "generator_learning_rate_ratio", float("inf"), "a finite number >= 0"),
+    ("AdversarialConfig", "hard_negative_weight", -1.0, "a finite number >= 0"),
+    ("AdversarialConfig", "adversarial_weight", float("nan"), "a finite number >= 0"),
+    ("AdversarialConfig", "mle_weight", float("inf"), "a finite number >= 0"),
+    ("AdversarialConfig", "inverse_temperature_start", 0.0, "a finite number > 0"),
+    ("AdversarialConfig", "inverse_temperature_end", float("inf"), "a finite number > 0"),
+    ("AdversarialConfig", "max_loss", 0.0, "a finite number > 0"),
+    ("AdversarialConfig", "gradient_clip_norm", float("nan"), "a finite number > 0"),
+])
+def test_config_refuses_numbers_out_of_range_naming_the_file(config_class, field, value, expected, tmp_path):
+    """Every number field is checked when the config is made, so a bad flag or config.json fails before the data
+    is read or anything is written, naming the file (a config.json with max_source_length 0 failed later without it)."""
+    config_class = getattr(cli, config_class)
+    with pytest.raises(ValueError, match=rf"`{field}` must be {expected}\. Received: {field}="):
+        config_class(**{field: value})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config_class().to_dict(), field: value}))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: `{field}` must be "):
+        config_class.load(path)
 
 
 def test_adversarial_refuses_the_mle_runs_own_folder(trained_run, capsys):

@@ -246,6 +246,23 @@ def test_example_script_user_errors_are_one_line_with_exit_status_2(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("webnlg_read_sample.py: error: ") and fragment in lines[0], lines
 
 
+@pytest.mark.parametrize("script, arguments", [
+    ("webnlg_faithfulness_check.py", ["--min-foreign", "nan"]),
+    ("webnlg_decoding_sweep.py", ["--run-dir", "RUN", "--mask-predicate-words", "nan"]),
+    ("webnlg_decoding_sweep.py", ["--run-dir", "RUN", "--interpolate-with", "RUN", "--interpolation", "inf"]),
+    ("toy_mixture.py", ["--learning-rate", "nan"]),
+    ("toy_mixture.py", ["--generator-learning-rate-ratio", "inf"]),
+])
+def test_example_number_flags_refuse_nan_and_inf_before_any_work(script, arguments, tmp_path):
+    """A nan threshold or rate is carried in silence by every comparison and product (a nan
+    `--min-foreign` turned the check off): refused by argparse, exit status 2."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "examples" / script), *arguments], env=env,
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "expected a finite number. Received:" in result.stderr.strip().splitlines()[-1], result.stderr
+
+
 def test_a_bad_jit_compile_value_is_one_line_and_leaves_no_run(tmp_path, capsys):
     arguments = ["train", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(tmp_path / "run")]
     assert cli.main([*arguments, "--jit-compile", "maybe"]) == 2

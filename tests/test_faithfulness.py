@@ -562,3 +562,12 @@ def test_value_shapes_keep_a_year_from_a_rival_that_never_takes_one(aligner):
     assert SlotAligner.from_config(old).judge(triples, text).labels == ("correct", "wrong")
     with pytest.raises(ValueError, match="saved before they were mined"):
         SlotAligner.from_config({**old, "value_shapes": True})
+
+
+@pytest.mark.parametrize("setting", ["min_foreign", "margin", "min_rival", "swap_score", "min_shape_share"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
+def test_a_judging_threshold_that_is_not_a_finite_number_ge_0_is_refused(aligner, setting, value):
+    """A nan threshold compares false with every score, so every triple would pass as correct
+    (`--min-foreign nan` turned the check off in silence): refused, naming the setting."""
+    with pytest.raises(ValueError, match=f"`{setting}`.*finite number >= 0.*Received"):
+        aligner.with_settings(**{setting: value})

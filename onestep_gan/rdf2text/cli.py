@@ -38,7 +38,7 @@ from onestep_gan.rdf2text.config import (  # noqa: E402
     AdversarialConfig,
     MLEConfig,
     RERANK_SUBJECTS,
-    _optional_float,
+    optional_float,
     add_config_arguments,
     config_from_arguments,
 )
@@ -335,7 +335,7 @@ def _add_decoding_overrides(parser):
     parser.add_argument("--length-penalty", type=_non_negative_float, help="default: the run's")
     parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="default: the run's")
     parser.add_argument(
-        "--rerank-min-foreign", type=_optional_float, default=argparse.SUPPRESS, metavar="SCORE",
+        "--rerank-min-foreign", type=optional_float, default=argparse.SUPPRESS, metavar="SCORE",
         help="the reranker also counts values stated under a relation outside the input (none: not); default: the run's",
     )
     parser.add_argument(
@@ -465,7 +465,7 @@ def build_parser():
         "with the aligner of the train entries it sampled"
     )
     evaluate.add_argument(
-        "--min-foreign", type=_optional_float, default=None, metavar="SCORE",
+        "--min-foreign", type=optional_float, default=None, metavar="SCORE",
         help="slot errors also count values stated under a relation outside the input (SlotAligner min_foreign)",
     )
     evaluate.add_argument(

@@ -22,6 +22,21 @@ DEFAULT_BUCKET_BOUNDARIES = (16, 24, 32, 48)
 _JIT_COMPILE = {"auto": "auto", "on": True, "off": False}
 RERANK_SUBJECTS = ("off", "ties", "errors")
 
+# Ranges of number fields, checked when a config is made (from flags or a config.json), before
+# any data is read or anything written: a nan or out-of-range number would otherwise fail late, or
+# be carried in silence by every comparison and product.
+_POSITIVE, _NON_NEGATIVE = "positive", ">= 0"  # integers
+_FINITE_POSITIVE, _FINITE_NON_NEGATIVE = "a finite number > 0", "a finite number >= 0"
+_FRACTION, _CLOSED_FRACTION = "in [0, 1)", "in [0, 1]"
+_RANGE_TESTS = {
+    _POSITIVE: lambda value: value >= 1,
+    _NON_NEGATIVE: lambda value: value >= 0,
+    _FINITE_POSITIVE: lambda value: 0 < value < math.inf,
+    _FINITE_NON_NEGATIVE: lambda value: 0 <= value < math.inf,
+    _FRACTION: lambda value: 0 <= value < 1,
+    _CLOSED_FRACTION: lambda value: 0 <= value <= 1,
+}
+
 
 class _Serialisable:
     """`to_dict` / `from_dict` / `save` / `load` for the config dataclasses."""
@@ -317,7 +332,19 @@ class MLEConfig(_Serialisable):
     num_logged_samples: int = 3
     verbose: int | str = "auto"
 
+    _RANGES = {
+        "min_token_count": _POSITIVE, "max_source_length": _POSITIVE, "max_target_length": _POSITIVE,
+        "num_heads": _POSITIVE, "feedforward_dim": _POSITIVE, "num_encoder_layers": _POSITIVE,
+        "num_decoder_layers": _POSITIVE, "dropout": _FRACTION, "peak_learning_rate": _FINITE_POSITIVE,
+        "warmup_steps": _NON_NEGATIVE, "final_learning_rate_fraction": _CLOSED_FRACTION,
+        "gradient_clip_norm": _FINITE_POSITIVE, "label_smoothing": _FRACTION,
+        "rerank_min_foreign": _FINITE_NON_NEGATIVE, "rerank_discriminator_weight": _FINITE_NON_NEGATIVE,
+        "num_logged_samples": _NON_NEGATIVE, "length_penalty": _FINITE_NON_NEGATIVE,
+        "predicate_word_dropout": _FRACTION,
+    }
+
     def __post_init__(self):
+        _check_ranges(self, self._RANGES)
         if self.decode_method not in ("greedy", "beam"):
             raise ValueError(
                 f"`decode_method` must be 'greedy' or 'beam'. Received: decode_method={self.decode_method!r}"
@@ -332,11 +359,6 @@ class MLEConfig(_Serialisable):
             )
         self.bucket_boundaries = tuple(int(boundary) for boundary in self.bucket_boundaries)
         self.holdout_categories = tuple(str(category) for category in self.holdout_categories)
-        if not 0 <= float(self.predicate_word_dropout) < 1:
-            raise ValueError(
-                "`predicate_word_dropout` must be in [0, 1). "
-                f"Received: predicate_word_dropout={self.predicate_word_dropout}"
-            )
         if self.predicate_word_dropout and not self.epoch_seeded_shuffle:
             raise ValueError(
                 "`predicate_word_dropout` draws its masks per epoch and needs epoch_seeded_shuffle=True. "
@@ -371,17 +393,6 @@ class MLEConfig(_Serialisable):
                 f"Received: triple_orders={self.triple_orders}, predicate_word_dropout={self.predicate_word_dropout}"
             )
         _check_sample_sizes(self, ("max_train_entries", "max_eval_entries"))
-        if not (math.isfinite(float(self.length_penalty)) and self.length_penalty >= 0):
-            raise ValueError(f"`length_penalty` must be a finite number >= 0. Received: length_penalty={self.length_penalty}")
-        if self.rerank_min_foreign is not None and not math.isfinite(float(self.rerank_min_foreign)):
-            raise ValueError(
-                f"`rerank_min_foreign` must be a finite number or None. Received: rerank_min_foreign={self.rerank_min_foreign}"
-            )
-        if not float(self.rerank_discriminator_weight) >= 0:
-            raise ValueError(
-                "`rerank_discriminator_weight` must be 0 or more. "
-                f"Received: rerank_discriminator_weight={self.rerank_discriminator_weight}"
-            )
         if self.rerank_mbr and self.rerank_discriminator_weight > 0:
             raise ValueError(
                 "`rerank_mbr` and `rerank_discriminator_weight` both break the reranker's ties: choose one. "
@@ -490,8 +501,19 @@ class AdversarialConfig(_Serialisable):
     max_loss: float = 1e4  # TerminateOnDivergence threshold on the single loss
     gradient_clip_norm: float = 1.0
 
+    _RANGES = {
+        "discriminator_dim": _POSITIVE, "discriminator_heads": _POSITIVE, "discriminator_feedforward_dim": _POSITIVE,
+        "discriminator_layers": _POSITIVE, "discriminator_dropout": _FRACTION, "held_out_batches": _POSITIVE,
+        "pretrain_learning_rate": _FINITE_POSITIVE, "discriminator_learning_rate": _FINITE_POSITIVE,
+        "generator_learning_rate_ratio": _FINITE_NON_NEGATIVE, "hard_negative_weight": _FINITE_NON_NEGATIVE,
+        "adversarial_weight": _FINITE_NON_NEGATIVE, "mle_weight": _FINITE_NON_NEGATIVE, "label_smoothing": _FRACTION,
+        "inverse_temperature_start": _FINITE_POSITIVE, "inverse_temperature_end": _FINITE_POSITIVE,
+        "max_loss": _FINITE_POSITIVE, "gradient_clip_norm": _FINITE_POSITIVE,
+    }
+
     def __post_init__(self):
         _check_sample_sizes(self, ("max_train_entries",))
+        _check_ranges(self, self._RANGES)
         for name in ("max_length", "batch_size", "pretrain_steps", "adversarial_steps", "steps_per_epoch"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
@@ -509,11 +531,6 @@ class AdversarialConfig(_Serialisable):
             raise ValueError(
                 f"`loss` must be one of {list(POINTWISE_LOSSES)} (D is pretrained on each text's own score). "
                 f"Received: loss={self.loss!r}"
-            )
-        if self.adversarial_weight < 0 or self.mle_weight < 0:
-            raise ValueError(
-                "`adversarial_weight` and `mle_weight` must be >= 0. Received: "
-                f"adversarial_weight={self.adversarial_weight}, mle_weight={self.mle_weight}"
             )
 
     @classmethod
@@ -533,6 +550,15 @@ def _check_sample_sizes(config, names):
         value = getattr(config, name)
         if value is not None and int(value) < 1:
             raise ValueError(f"`{name}` must be None (every entry) or >= 1. Received: {name}={value}")
+
+
+def _check_ranges(config, ranges):
+    """Each field of `ranges` (name -> one of the ranges above) holds a value in its range (None
+    passes: a field that may be off); nan is in none of them."""
+    for name, expected in ranges.items():
+        value = getattr(config, name)
+        if value is not None and not _RANGE_TESTS[expected](value):
+            raise ValueError(f"`{name}` must be {expected}. Received: {name}={value}")
 
 
 def add_config_arguments(parser, config_class, skip=()):
@@ -576,7 +602,9 @@ def _integer(text):
         raise argparse.ArgumentTypeError(f"expected an integer. Received: {text!r}") from None
 
 
-def _finite_float(text):
+def finite_float(text):
+    """argparse type of a number flag: a float, refusing nan and inf (which every comparison or
+    product would carry in silence)."""
     try:
         value = float(text)
     except ValueError:
@@ -595,11 +623,12 @@ def _optional_int(text):
         raise argparse.ArgumentTypeError(f"expected an integer or 'none'. Received: {text!r}") from None
 
 
-def _optional_float(text):
+def optional_float(text):
+    """argparse type of a number flag that may be off: `finite_float`, or None for 'none'."""
     if text.lower() == "none":
         return None
     try:
-        return _finite_float(text)
+        return finite_float(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"expected a finite number or 'none'. Received: {text!r}") from None
 
@@ -614,11 +643,11 @@ def _field_kind(annotation):
     if annotation in (str, bool, tuple) or typing.get_origin(annotation) is tuple:
         return annotation
     if annotation in (int, float):  # argparse's own types name themselves ("invalid float value") and take nan
-        return _integer if annotation is int else _finite_float
+        return _integer if annotation is int else finite_float
     if isinstance(annotation, types.UnionType) and set(annotation.__args__) == {int, type(None)}:
         return _optional_int
     if isinstance(annotation, types.UnionType) and set(annotation.__args__) == {float, type(None)}:
-        return _optional_float
+        return optional_float
     if isinstance(annotation, types.UnionType) and set(annotation.__args__) == {int, str}:
         return _verbosity  # `verbose`, as `keras.Model.fit` takes it
     return None

@@ -412,6 +412,12 @@ class SlotAligner:
         self.min_shape_share = float(min_shape_share)
         self.foreign_known_only = bool(foreign_known_only)
         self.of_phrases = bool(of_phrases)
+        for name in ("margin", "min_rival", "max_own_share", "max_similarity", "swap_score",
+                     "predicate_word_weight", "min_shape_share", "min_foreign"):
+            value = getattr(self, name)
+            # A nan threshold compares false with every score: the check would pass everything.
+            if value is not None and not 0 <= value < math.inf:
+                raise ValueError(f"`{name}` must be a finite number >= 0. Received: {name}={value}")
         if self.value_shapes and not self.shapes:
             raise ValueError(
                 "`value_shapes` needs the shapes of each predicate's train objects, which this aligner lacks "
