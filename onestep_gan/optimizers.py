@@ -156,9 +156,11 @@ class GANOptimizer(keras.optimizers.Optimizer):
       gradient, not the accumulated one); one norm per net works with it.
     - `loss_scale_factor` of the inner optimizers moves to the `GANOptimizer` (G's
       and D's must agree), which scales the loss and unscales the gradient once.
-    - `learning_rate` reads D's learning rate; setting it (e.g. by
-      `LearningRateScheduler` or `ReduceLROnPlateau`) sets D's and G's, keeping
-      the G:D ratio, also for an explicit `generator_optimizer`.
+    - `learning_rate` reads D's learning rate; setting it sets D's and G's, keeping
+      the G:D ratio, also for an explicit `generator_optimizer`. Keras'
+      `LearningRateScheduler` and `ReduceLROnPlateau` set each inner optimizer
+      instead (they read `optimizers`); G's rate then follows D's at the ratio from
+      the next step (a schedule that ignores the current rate, `min_lr`).
     - `optimizers` lists `[generator_optimizer, discriminator_optimizer]`, which is
       what `keras.callbacks.SwapEMAWeights` reads.
     - `iterations` counts the updates applied, also while G or D is frozen (each inner
@@ -324,11 +326,29 @@ class GANOptimizer(keras.optimizers.Optimizer):
             grads = self._clip_by_joint_norm(grads, overwritten)
         count = len(generator_grads)
         if generator_variables:
+            self._follow_discriminator_learning_rate()
             self.generator_optimizer.apply(grads[:count], generator_variables)
         if discriminator_variables:
             self.discriminator_optimizer.apply(grads[count:], discriminator_variables)
         # Its own count of steps: an inner optimizer's stays at 0 while its net is frozen.
         self._iterations.assign_add(1)
+
+    def _follow_discriminator_learning_rate(self):
+        """G's rate := D's times the ratio, if a callback set them apart. Keras' `LearningRateScheduler`
+        and `ReduceLROnPlateau` see `optimizers` (which `SwapEMAWeights` needs) and set each inner
+        optimizer on its own: a schedule that ignores the current rate gives G D's rate, and `min_lr`
+        floors each net apart. Within float32 rounding of the ratio (as constructed) G's rate is left
+        as it is, so an unchanged rate trains bit for bit as before."""
+        ratio = self.generator_learning_rate_ratio
+        generator_rate = self.generator_optimizer._learning_rate
+        discriminator_rate = self.discriminator_optimizer._learning_rate
+        if ratio is None or not (isinstance(generator_rate, keras.Variable)
+                                 and isinstance(discriminator_rate, keras.Variable)):
+            return  # a schedule, or rates set apart on purpose (no ratio): nothing to follow
+        current = generator_rate.value
+        wanted = discriminator_rate.value * ops.cast(ratio, discriminator_rate.dtype)
+        apart = ops.abs(current - wanted) > 1e-5 * ops.abs(wanted)
+        generator_rate.assign(ops.where(apart, wanted, current))
 
     def _clip_by_joint_norm(self, grads, overwritten):
         present = [g for g, over in zip(grads, overwritten) if g is not None and not over]

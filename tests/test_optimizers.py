@@ -99,6 +99,44 @@ def test_learning_rate_callback_keeps_an_explicit_generator_optimizers_ratio():
     assert float(optimizer.generator_optimizer.learning_rate) == pytest.approx(0.0025)
 
 
+def rates(optimizer):
+    return (float(optimizer.discriminator_optimizer.learning_rate), float(optimizer.generator_optimizer.learning_rate))
+
+
+@pytest.mark.parametrize("trainer", ["one_step", "alternating"])
+def test_an_absolute_schedule_and_a_floor_keep_the_ratio(trainer):
+    """Keras' learning-rate callbacks set each inner optimizer (`optimizers`, which `SwapEMAWeights` reads) on its
+    own: a schedule that ignores the current rate gave G D's rate, and ReduceLROnPlateau's `min_lr` floored each net
+    apart (G/D 1 and 0.8 for a ratio of 0.25). G's rate follows D's at the ratio from the next step on."""
+    conditions, real = batch()
+
+    def trained(callback, epochs):
+        if trainer == "one_step":
+            gan, _, _ = gan_with(onestep_gan.GANOptimizer(keras.optimizers.Adam(1e-3), generator_learning_rate_ratio=0.25))
+        else:
+            gan = onestep_gan.AlternatingGAN(make_generator(), make_conditional_discriminator())
+            gan(conditions)
+            gan.compile(discriminator_optimizer=keras.optimizers.Adam(1e-3), generator_optimizer=keras.optimizers.Adam(2.5e-4))
+        history = gan.fit(conditions, real, batch_size=8, epochs=epochs, verbose=0, callbacks=[callback])
+        return gan, history.history
+
+    gan, _ = trained(keras.callbacks.LearningRateScheduler(lambda epoch: 1e-3 * 0.5 ** epoch), epochs=2)
+    optimizer = getattr(gan, "gan_optimizer", gan.optimizer)  # AlternatingGAN's GANOptimizer holds both
+    assert rates(optimizer) == pytest.approx((5e-4, 1.25e-4), rel=1e-6)
+    # No improvement after the first epoch: each later one halves D's rate, down to min_lr (1e-3, 5e-4, 2.5e-4, 2e-4).
+    plateau = keras.callbacks.ReduceLROnPlateau(monitor="d_loss", mode="min", factor=0.5, patience=0, min_delta=1e9,
+                                               min_lr=2e-4)
+    gan, history = trained(plateau, epochs=4)
+    optimizer = getattr(gan, "gan_optimizer", gan.optimizer)
+    # The rates each epoch trained with (each inner optimizer's, logged after the epoch's steps).
+    logged = sorted((key, value) for key, value in history.items() if key.startswith("learning_rate"))
+    (_, discriminator_log), (_, generator_log) = sorted(logged, key=lambda pair: "generator" in pair[0])
+    np.testing.assert_allclose(discriminator_log, [1e-3, 1e-3, 5e-4, 2.5e-4], rtol=1e-6)
+    np.testing.assert_allclose(generator_log, 0.25 * np.array(discriminator_log), rtol=1e-6)
+    gan.train_on_batch(conditions, real)  # the last epoch's reduction, from the next step on
+    assert rates(optimizer) == pytest.approx((2e-4, 5e-5), rel=1e-6)
+
+
 def test_generator_optimizer_and_ratio_together_are_refused():
     with pytest.raises(ValueError, match="either generator_optimizer or generator_learning_rate_ratio"):
         onestep_gan.GANOptimizer("sgd", generator_optimizer="sgd", generator_learning_rate_ratio=0.5)
