@@ -156,10 +156,13 @@ class AlternatingGAN(GANModel):
         self.warn_if_a_part_is_frozen()
         optimizer = self.optimizer  # GANOptimizer, maybe in a LossScaleOptimizer: it routes by variable.
 
-        discriminator_variables = self.discriminator.trainable_variables
         for _ in range(self.discriminator_steps):
             fake = tree.map_structure(ops.stop_gradient, self(x, training=True))
             fake = self.check_sample_matches(real, fake)
+            # Read after G's pass: nets written without keras.Input are built by it (`call`
+            # scores the sample once); the optimizer is then built on both nets' variables.
+            self.build_optimizer_if_ready()
+            discriminator_variables = self.discriminator.trainable_variables
 
             def discriminator_step_loss():
                 d_loss, real_scores, fake_scores, activity = self.discriminator_terms(

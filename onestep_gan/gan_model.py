@@ -131,6 +131,9 @@ class GANModel(keras.Model):
         self.g_loss_tracker = keras.metrics.Mean(name="g_loss")
         self.real_score_tracker = keras.metrics.Mean(name="real_score")
         self.fake_score_tracker = keras.metrics.Mean(name="fake_score")
+        # The GAN has no weights of its own: built once G and D are (`keras.callbacks.BackupAndRestore`
+        # refuses an unbuilt model, and TensorFlow's trainer builds it only by a first call).
+        self.built = generator.built and discriminator.built
 
     def build(self, input_shape=None):
         # G and D build themselves on their first call; the GAN has no weights of its own.

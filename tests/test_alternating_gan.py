@@ -228,3 +228,21 @@ def test_a_loaded_gan_keeps_its_compile_settings(tmp_path):
     restored = keras.saving.load_model(tmp_path / "alternating.keras")
     assert restored.steps_per_execution == steps and restored.run_eagerly
     assert isinstance(restored.generator_optimizer, keras.optimizers.SGD)
+
+
+@pytest.mark.parametrize("run_eagerly", [False, True])
+def test_nets_that_build_on_their_first_call_train_from_the_first_step(run_eagerly):
+    """G and D written without keras.Input are built inside the first step. D's variables were read before
+    that: on TensorFlow the first fit failed ("tf.function only supports singleton tf.Variables created on
+    the first call"), and run eagerly the first step left D as it was."""
+    keras.utils.set_random_seed(0)
+    generator = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dense(2)])
+    discriminator = keras.Sequential([keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    gan = onestep_gan.AlternatingGAN(generator, discriminator, latent_dim=4, seed=0)
+    gan.compile(discriminator_optimizer=keras.optimizers.Adam(2e-4), generator_optimizer=keras.optimizers.Adam(2e-4),
+                run_eagerly=run_eagerly)
+    real = np.random.default_rng(0).normal(size=(16, 2)).astype("float32")
+    gan.fit(real, batch_size=16, epochs=1, verbose=0)  # one step
+    assert int(gan.gan_optimizer.discriminator_optimizer.iterations) == 1
+    assert int(gan.gan_optimizer.generator_optimizer.iterations) == 1
+    assert int(gan.gan_optimizer.iterations) == 2

@@ -429,8 +429,7 @@ def test_interrupted_fit_resumes_where_it_stopped(tmp_path):
 
     def make():
         keras.utils.set_random_seed(0)
-        gan = conditional_gan()
-        gan(conditions)  # BackupAndRestore needs a built model
+        gan = conditional_gan()  # G and D built (keras.Input): BackupAndRestore takes the GAN without a first call
         gan.compile(optimizer=onestep_gan.GANOptimizer(keras.optimizers.Adam(1e-2), generator_learning_rate_ratio=0.5))
         return gan
 
