@@ -194,7 +194,7 @@ def _gan_outcome(run):
         [ops.convert_to_numpy(weight) for model in (generator, discriminator) for weight in model.weights],
         [(run / f"adversarial_{name}_hypotheses.txt").read_text() for name in ("dev", "test")],
         summary["discriminator"],
-        (run / "adversarial_log.csv").read_text(),
+        (run / "adversarial_log.csv").read_bytes(),  # bytes: CSVLogger ends its lines with CRLF
     )
 
 
@@ -585,3 +585,14 @@ def test_texts_the_preprocessor_may_have_cut_are_no_real_texts():
     examples = [EncodedExample(f"e{n}", (4, 5), tuple(range(6, 6 + n)), {}, ()) for n in (5, 6, 7)]
     kept = adversarial.whole_texts(examples, max_target_length=8)  # room for 7 tokens: 7 may be a cut
     assert [example.entry_id for example in kept] == ["e5", "e6"]
+
+
+def test_keep_log_rows_keeps_the_header_and_rows_byte_for_byte(tmp_path):
+    """Keras' CSVLogger ends lines with CRLF: a resumed stage's log kept its rows but read them as text and
+    wrote LF endings, so the log of a resumed run differed from an uninterrupted one's."""
+    log = tmp_path / "adversarial_log.csv"
+    log.write_bytes(b"epoch,loss\r\n0,1.5\r\n1,1.25\r\n2,1.0\r\n")
+    adversarial.keep_log_rows(log, 2)
+    assert log.read_bytes() == b"epoch,loss\r\n0,1.5\r\n1,1.25\r\n"
+    adversarial.keep_log_rows(log, 0)
+    assert not log.exists()

@@ -297,6 +297,16 @@ def test_adversarial_with_bad_inputs_writes_nothing(trained_run, tmp_path, capsy
     assert cli.main([*base, "--mle-run-dir", str(tmp_path / "nope")]) == 2
     one_line_error(capsys, "nope", "not found")
     assert not run_dir.exists()
+    # An MLE run killed before its end (a training backup left, no summary): the stage wrote a whole run on its
+    # unaveraged weights, with "n/a" for the MLE job's scores.
+    import shutil
+
+    unfinished = tmp_path / "unfinished_mle"
+    shutil.copytree(trained_run, unfinished)
+    (unfinished / "backup").mkdir()
+    assert cli.main([*base, "--mle-run-dir", str(unfinished)]) == 2
+    one_line_error(capsys, "unfinished_mle", "expected a finished MLE run")
+    assert not run_dir.exists()
 
     import keras
     import numpy as np
@@ -403,3 +413,48 @@ def test_a_kill_while_decode_saves_the_config_leaves_the_previous_one_whole(trai
     with pytest.raises(KeyboardInterrupt):
         mle.decode_run(run, FIXTURE_2017, beam_width=3)
     assert _files(run)["config.json"] == before["config.json"]
+
+
+def test_a_finished_run_reruns_with_other_data_settings_and_an_interrupted_one_names_what_differs(
+        trained_run, tmp_path, capsys):
+    """A rerun of a finished run with settings that change the vocabulary (--min-token-count, --max-train-entries)
+    trains afresh, as any other new setting does; it was refused as "made by other code or data". An interrupted
+    run (a backup left) whose settings differ names them; one of the same settings whose saved vocabulary differs
+    from what this code builds is refused, naming vocabulary.json."""
+    import shutil
+
+    import keras
+    import numpy as np
+
+    from onestep_gan.rdf2text import checkpoints, mle, runs
+
+    argv = ["train", "--quick", "--data-dir", str(FIXTURE_2017), "--epochs", "1", "--model-dim", "16",
+            "--feedforward-dim", "32", "--num-encoder-layers", "1", "--num-decoder-layers", "1",
+            "--decode-method", "greedy"]
+    finished = tmp_path / "finished"
+    shutil.copytree(trained_run, finished)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        assert cli.main([*argv, "--run-dir", str(finished), "--no-predicate-placeholders"]) == 0
+    assert runs.load_config(finished / "config.json").predicate_placeholders is False
+    assert (finished / "vocabulary.json").read_text() != (trained_run / "vocabulary.json").read_text()
+    assert (finished / "summary.md").is_file() and not (finished / "backup").exists()
+
+    def interrupted(name, metadata):
+        run = tmp_path / name
+        shutil.copytree(trained_run, run)
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=1, verbose=0,
+                  callbacks=[checkpoints.TrainingBackup(run / "backup", metadata=metadata)])
+        return run
+
+    config = runs.load_config(trained_run / "config.json")
+    other = interrupted("other_settings", mle._resume_metadata(config))
+    assert cli.main([*argv, "--run-dir", str(other), "--no-predicate-placeholders"]) == 2
+    one_line_error(capsys, "training_state.npz", "differing: ['predicate_placeholders']")
+    same = interrupted("other_vocabulary", mle._resume_metadata(config))
+    vocabulary = json.loads((same / "vocabulary.json").read_text())
+    (same / "vocabulary.json").write_text(json.dumps({**vocabulary, "tokens": vocabulary["tokens"][:-1] + ["other"]}))
+    assert cli.main([*argv, "--run-dir", str(same)]) == 2
+    one_line_error(capsys, "vocabulary.json", "differs from the vocabulary this code builds")

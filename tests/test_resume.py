@@ -167,7 +167,7 @@ def adversarial_outcome(run_dir):
         "steps": summary["timing"]["adversarial_steps"],
         # The timing's entries (their values are clocks): a resumed run reports the pretraining's too.
         "timing_entries": sorted(summary["timing"]),
-        "log": (run_dir / "adversarial_log.csv").read_text(),
+        "log": (run_dir / "adversarial_log.csv").read_bytes(),  # bytes: CSVLogger's CRLF endings kept
     }
 
 
@@ -332,6 +332,40 @@ def test_restore_builds_the_optimizer_so_fit_traces_its_step_once(tmp_path):
     model.train_step = lambda *args: traces.append(1) or train_step(*args)
     model.fit(np.ones((4, 2)), np.ones((4, 1)), batch_size=4, epochs=1, verbose=0)  # one step
     assert len(traces) == 1
+
+
+def test_a_backup_resumes_only_on_its_backend_and_with_its_batch_widths(tmp_path, monkeypatch):
+    """Each backend draws its own dropout masks and noise, and fixed batch widths draw masks at other widths: a
+    backup resumed on another backend, or a compiled run's backup resumed uncompiled, trained a third model in
+    silence (the fixed widths were recorded only when on, and only this run's keys were compared). A backup
+    written before the backend was recorded resumes as before; one without the widths key had variable widths."""
+    from onestep_gan.rdf2text import checkpoints, mle
+
+    def compiled_model():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        model.compile(optimizer="adam", loss="mse")
+        return model
+
+    def backup_with(metadata, folder):
+        backup = checkpoints.TrainingBackup(tmp_path / folder, metadata=metadata)
+        compiled_model().fit(np.ones((4, 2)), np.ones((4, 1)), epochs=1, verbose=0, callbacks=[backup])
+
+    config = cli.MLEConfig.quick()
+    here = mle._resume_metadata(config)
+    assert here["backend"] == keras.backend.backend() and here["fixed_batch_shapes"] is False
+    backup_with({**here, "backend": "elsewhere"}, "other_backend")
+    with pytest.raises(ValueError, match=r"differing: \['backend'\]"):
+        checkpoints.TrainingBackup(tmp_path / "other_backend", metadata=here).restore(compiled_model())
+    backup_with(mle._resume_metadata(config, fixed_shapes=True), "compiled")
+    with pytest.raises(ValueError, match=r"differing: \['fixed_batch_shapes'\]"):
+        checkpoints.TrainingBackup(tmp_path / "compiled", metadata=here).restore(compiled_model())
+    # The previous release's backups: no backend, and the widths key only when fixed.
+    before = {key: value for key, value in here.items() if key not in ("backend", "fixed_batch_shapes")}
+    backup_with(before, "previous_release")
+    assert checkpoints.TrainingBackup(tmp_path / "previous_release", metadata=here).restore(compiled_model()) == 1
+    with pytest.raises(ValueError, match=r"differing: \['fixed_batch_shapes'\]"):
+        checkpoints.TrainingBackup(tmp_path / "previous_release",
+                                   metadata=mle._resume_metadata(config, fixed_shapes=True)).restore(compiled_model())
 
 
 def test_restore_compares_only_the_settings_this_run_counts(tmp_path):

@@ -379,7 +379,7 @@ def keep_log_rows(path, rows):
     if rows == 0:
         path.unlink()
         return
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = path.read_bytes().decode("utf-8").splitlines(keepends=True)  # bytes: CSVLogger's CRLF kept
     checkpoints.atomic_write(path, "".join(lines[: 1 + rows]))
 
 
@@ -426,6 +426,11 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
         )
     keras.utils.set_random_seed(config.seed)
     transformer, preprocessor, mle_config = runs.load_run(mle_run_dir)
+    if not runs.finished_run(mle_run_dir, runs.SUMMARY_FILE):
+        raise ValueError(
+            f"--mle-run-dir {mle_run_dir}: expected a finished MLE run (its {runs.SUMMARY_FILE} written and no "
+            f"{runs.BACKUP_DIR}/ left). Received: an unfinished one; rerun `onestep-gan train` on it to finish it."
+        )
     if config.max_length > transformer.max_target_length:
         raise ValueError(
             f"max_length={config.max_length} exceeds the generator's max_target_length="
@@ -443,7 +448,8 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
     )
     # The backup holds G's fine-tuned weights: it resumes only on the MLE run it was made from
     # (that run's training settings and best dev loss; decoding settings may change).
-    metadata = {**config.to_dict(), "mle_run": trained_run_identity(mle_run_dir, mle_config)}
+    metadata = {**config.to_dict(), **checkpoints.run_environment(),
+                "mle_run": trained_run_identity(mle_run_dir, mle_config)}
     # Every input read and checked (an interrupted run's backup too): only now is the folder written.
     checkpoints.TrainingBackup(run_dir / runs.BACKUP_DIR, metadata=metadata).check()
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,18 @@ def _to_plain(value):
     raise TypeError(f"Cannot back up a callback attribute of type {type(value).__name__}")
 
 
+_ANY = object()
+# What a backup written before a metadata key existed meant by its absence: variable batch widths
+# (the key was written only when they were fixed); its backend was not recorded (not compared).
+_ABSENT_MEANS = {"fixed_batch_shapes": False, "backend": _ANY}
+
+
+def run_environment():
+    """The part of a backup's metadata that no config holds: the Keras backend (each draws its own
+    random numbers, so a run resumed on another one would equal neither run)."""
+    return {"backend": keras.backend.backend()}
+
+
 class TrainingBackup(keras.callbacks.Callback):
     """Epoch-granular exact backup of a training run (see the module docstring).
 
@@ -148,9 +160,12 @@ class TrainingBackup(keras.callbacks.Callback):
     def _check_metadata(self, state):
         # Keys the backup has and this run's metadata does not are not compared: a release that
         # stops counting a setting as part of the metadata (a decoding setting) still resumes
-        # the backups written before it.
+        # the backups written before it. A key the backup lacks is read as `_ABSENT_MEANS` says.
         saved = state.get("metadata") or {}
-        changed = sorted(key for key in self.metadata or {} if self.metadata[key] != saved.get(key))
+        changed = sorted(
+            key for key, value in (self.metadata or {}).items()
+            if (saved[key] if key in saved else _ABSENT_MEANS.get(key)) not in (value, _ANY)
+        )
         if changed:
             raise ValueError(
                 f"The training backup {self.path} belongs to a run with other settings (differing: "

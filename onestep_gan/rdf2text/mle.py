@@ -265,7 +265,6 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
         predicate_placeholders=config.predicate_placeholders, entity_roles=config.entity_roles,
         entity_words=config.entity_words, canonical_order=config.canonical_triple_order,
     )
-    _check_saved_vocabulary(run_dir, preprocessor.vocabulary)
     training_entries = train_entries
     if config.sentence_examples:
         plans = enriched.load_sentence_plans("train", enriched_dir)
@@ -308,12 +307,16 @@ def train_and_evaluate(config, data_dir=None, run_dir="runs/webnlg", enriched_di
     backup = checkpoints.TrainingBackup(
         run_dir / runs.BACKUP_DIR, [checkpoint, early_stopping], metadata=_resume_metadata(config, fixed_shapes)
     )
+    if backup.exists():  # an interrupted run: its settings first (named if they differ), then its ids
+        backup.check()
+        _check_saved_vocabulary(run_dir, preprocessor.vocabulary)
     initial_epoch = backup.restore(model)  # 0 for a new run; raises on a damaged backup
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoints.remove_partial_files(run_dir)
     (run_dir / runs.SUMMARY_FILE).unlink(missing_ok=True)  # the folder holds no finished run until it is rewritten
-    if not backup.exists():  # a new run: an earlier run's epoch files would be averaged by `decode`
+    if not backup.exists():  # a new run: an earlier run's epoch files would be averaged by `decode`,
         shutil.rmtree(run_dir / averaging.EPOCH_WEIGHTS_DIR, ignore_errors=True)
+        (run_dir / runs.MODEL_FILE).unlink(missing_ok=True)  # and its model read with this vocabulary
     checkpoints.atomic_save(run_dir / runs.CONFIG_FILE, config.save)
     checkpoints.atomic_save(run_dir / runs.VOCABULARY_FILE, preprocessor.vocabulary.save)
     callbacks = [
@@ -453,9 +456,9 @@ def training_dataset(config, preprocessor, train_examples, initial_epoch=0, trai
 
 
 def _check_saved_vocabulary(run_dir, vocabulary):
-    """A run folder being resumed (or rerun) must get the vocabulary it was trained with: code or
-    data whose preprocessing differs would build other ids, and the trained model's outputs
-    would silently decode as other words."""
+    """A run folder being resumed must get the vocabulary it was trained with: code or data whose
+    preprocessing differs would build other ids, and the trained model's outputs would silently
+    decode as other words. (A finished run rerun trains afresh, with its new vocabulary.)"""
     path = run_dir / runs.VOCABULARY_FILE
     if path.exists() and Vocabulary.load(path).tokens != vocabulary.tokens:
         raise ValueError(
@@ -485,13 +488,16 @@ _NOT_TRAINING = frozenset({
 })
 
 
+def _training_settings(config):
+    """Every setting of `config` that shapes training."""
+    return {key: value for key, value in config.to_dict().items() if key not in _NOT_TRAINING}
+
+
 def _resume_metadata(config, fixed_shapes=False):
-    """What a backup must match to be resumed: every setting that shapes training, and whether the
-    batches had fixed widths (Keras resolves `jit_compile="auto"` by the backend and devices)."""
-    metadata = {key: value for key, value in config.to_dict().items() if key not in _NOT_TRAINING}
-    if fixed_shapes:  # absent otherwise, as in backups written before the option existed
-        metadata["fixed_batch_shapes"] = True
-    return metadata
+    """What a backup must match to be resumed: the training settings, whether the batches had
+    fixed widths (Keras resolves `jit_compile="auto"` by the backend and devices) and the backend
+    (each draws its own dropout masks)."""
+    return {**_training_settings(config), **checkpoints.run_environment(), "fixed_batch_shapes": bool(fixed_shapes)}
 
 
 def trained_run_identity(run_dir, config):
@@ -499,7 +505,7 @@ def trained_run_identity(run_dir, config):
     `timing.json`, its best dev loss (None without the file); the same for a run decoded again."""
     timing_path = pathlib.Path(run_dir) / runs.TIMING_FILE
     timing = runs.read_json(timing_path, "the MLE run's timing") if timing_path.is_file() else {}
-    return {**_resume_metadata(config), "best_val_loss": timing.get("best_val_loss")}
+    return {**_training_settings(config), "best_val_loss": timing.get("best_val_loss")}
 
 
 def format_training_time(timing):
