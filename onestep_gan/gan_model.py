@@ -216,6 +216,14 @@ class GANModel(keras.Model):
             )
         return None, _to_tensors(x)
 
+    def _check_pairs(self, bound_arguments):
+        """Before `fit` / `evaluate` starts: arrays without `y` for a conditional GAN (a forgotten
+        `latent_dim`). Keras calls the GAN on `x` before the first step, so G would first fail on
+        them with its layers' shape error; a dataset or generator is checked in the step."""
+        x = bound_arguments.get("x")
+        if self.conditional and bound_arguments.get("y") is None and x is not None and hasattr(x, "shape"):
+            self.split_batch(x, None)
+
     def _check_dataset_batch_sizes(self, data):
         """Before `fit` / `evaluate` starts: a `tf.data` dataset whose (conditions, real) batch sizes
         are known. (TensorFlow may reuse a step traced before, with relaxed shapes, where a check
@@ -435,12 +443,14 @@ class GANModel(keras.Model):
                 f"Received: class_weight={bound['class_weight']!r}"
             )
         _refuse_sample_weight(bound)
+        self._check_pairs(bound)
         self._check_dataset_batch_sizes(bound.get("x"))
         return self._restoring_values_on_error(super().fit, *args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
         bound = inspect.signature(keras.Model.evaluate).bind(self, *args, **kwargs).arguments
         _refuse_sample_weight(bound)
+        self._check_pairs(bound)
         self._check_dataset_batch_sizes(bound.get("x"))
         return self._restoring_values_on_error(super().evaluate, *args, **kwargs)
 

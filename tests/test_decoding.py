@@ -150,6 +150,19 @@ def test_beam_returns_every_candidate_best_first_on_request():
     np.testing.assert_array_equal(best, sequences[:, 0])
 
 
+def test_returned_scores_are_length_normalised_log_probabilities_under_a_length_penalty():
+    """With length_penalty 1 each candidate's score is its log-probability over ((5 + length) / 6), length
+    counting EOS (the reranker and the consensus read these scores); the running sums the beam extends stay
+    unnormalised (a beam that carried normalised scores forward returned -0.5692 and -0.7300)."""
+    step_fn, _ = markov_step_fn([BEAM_BEATS_GREEDY])
+    sequences, scores = beam_search(
+        step_fn, _state([0], 2), batch_size=1, max_length=4, beam_width=2, length_penalty=1.0, return_all=True,
+    )
+    np.testing.assert_array_equal(sequences, [[[B, EOS, PAD, PAD], [A, C, EOS, PAD]]])
+    np.testing.assert_allclose(ops.convert_to_numpy(scores), [[np.log(0.405) / (7 / 6), np.log(0.22) / (8 / 6)]],
+                               rtol=1e-4)
+
+
 # Placeholder constraints: C and D play placeholders; a "source" is the ids the input holds.
 def _constraints(sources, required=(C, D), beam_width=1):
     width = max(len(source) for source in sources)

@@ -571,3 +571,19 @@ def test_a_judging_threshold_that_is_not_a_finite_number_ge_0_is_refused(aligner
     (`--min-foreign nan` turned the check off in silence): refused, naming the setting."""
     with pytest.raises(ValueError, match=f"`{setting}`.*finite number >= 0.*Received"):
         aligner.with_settings(**{setting: value})
+
+
+def test_bound_elsewhere_at_the_margin_exactly_and_only_while_the_own_score_is_a_small_share():
+    """Hand-set cues, so each threshold is met exactly: a rival `margin` above the own score binds the value
+    elsewhere (>=); a rival that beats the own score by the margin does not while the own score is above
+    `max_own_share` of it (the text states the own relation well too)."""
+    tokens = "ENT_1 was born in ENT_2 .".split()
+    at_margin = SlotAligner({"occupation": {"L:born": 3.0}}, margin=3.0, min_rival=3.0)
+    assert at_margin.judge_delexicalised(BEAN, tokens).labels == ("wrong", "missing")
+    below = SlotAligner({"occupation": {"L:born": 2.99}}, margin=3.0, min_rival=2.0)
+    assert below.judge_delexicalised(BEAN, tokens).labels == ("correct", "missing")
+    both = {"birth place": {"L:born": 2.0}, "occupation": {"L:born": 4.0}}  # own 2, rival 4: a margin of 2
+    assert SlotAligner(both, margin=1.0, min_rival=1.0).judge_delexicalised(BEAN, tokens).labels == (
+        "correct", "missing")  # 2 > 0.35 * 4
+    assert SlotAligner(both, margin=1.0, min_rival=1.0, max_own_share=0.5).judge_delexicalised(BEAN, tokens).labels == (
+        "wrong", "missing")  # 2 <= 0.5 * 4

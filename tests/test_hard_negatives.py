@@ -64,6 +64,28 @@ def test_drop_clause_cuts_the_last_placeholders_clause():
     assert ops.convert_to_numpy(negatives).shape == TEXTS.shape
 
 
-def test_build_negatives_gives_every_type():
+def test_build_negatives_gives_every_type_from_its_own_builder():
+    """Each type is its builder's output on the same texts (the keys alone held for any wiring: the move
+    builder's texts and sources swapped, or the placeholders passed as boundaries, went unnoticed)."""
     negatives = build_negatives(TEXTS, SOURCES, PLACEHOLDERS, BOUNDARIES, pad_id=0)
     assert list(negatives) == ["swap", "move", "drop"]
+    expected = {
+        "swap": swap_placeholders(TEXTS, PLACEHOLDERS),
+        "move": move_value(TEXTS, SOURCES, PLACEHOLDERS),
+        "drop": drop_clause(TEXTS, PLACEHOLDERS, BOUNDARIES, pad_id=0),
+    }
+    for name, (texts, valid) in negatives.items():
+        assert decode(texts) == decode(expected[name][0]), name
+        assert ops.convert_to_numpy(valid).tolist() == ops.convert_to_numpy(expected[name][1]).tolist(), name
+    assert decode(negatives["move"][0])[1] == "ENT_1 was born in ENT_3 ."
+    assert decode(negatives["drop"][0]) == ["ENT_1 was born in ENT_2 .", "ENT_1 .", "ENT_2 was born ."]
+
+
+def test_move_value_without_another_placeholder_leaves_the_text_and_is_not_a_negative():
+    """With no other placeholder in the source to move the value to, the text is kept and marked invalid (not a
+    text naming a placeholder the source lacks)."""
+    texts = encode(["ENT_2 was born ."])
+    sources = encode(["<S> ENT_2 <P> born"])
+    negatives, valid = move_value(texts, sources, PLACEHOLDERS)
+    assert decode(negatives) == ["ENT_2 was born ."]
+    assert ops.convert_to_numpy(valid).tolist() == [False]

@@ -298,6 +298,13 @@ def test_data_not_matching_the_contract_raises():
     unconditional.compile(optimizer="adam")
     with pytest.raises(ValueError, match=r"unconditional GAN \(latent_dim=4\) is fit on real samples only"):
         unconditional.fit(real, real, batch_size=BATCH, verbose=0)
+    # latent_dim forgotten: the GAN is conditional, and G (which takes noise) was called on the real samples
+    # first, so the user got Keras' many-line shape error of G's first layer instead of this line.
+    forgotten = onestep_gan.OneStepGAN(make_generator(LATENT_DIM), make_unconditional_discriminator())
+    forgotten.compile(optimizer="adam")
+    for method in (forgotten.fit, forgotten.evaluate):
+        with pytest.raises(ValueError, match=r"conditional GAN \(latent_dim=None\) is fit on \(conditions, real\) pairs"):
+            method(real, batch_size=BATCH, verbose=0)
 
 
 def test_compile_refuses_a_loss():

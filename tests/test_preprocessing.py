@@ -548,3 +548,24 @@ def test_day_words_right_before_a_full_date_are_dropped():
     }
     for tokens, text in cases.items():
         assert detokenize(relexicalise(tokens.split(), entity_map)) == text, tokens
+
+
+def test_a_date_is_matched_by_its_year_alone_a_match_covers_whole_tokens_and_one_fallback_form_is_used():
+    """A text may give a date's year only ("born in 1932"); an entity is never matched inside a token
+    ("Madrid-Barajas" is not Barajas); of an entity's other names only the first one found is replaced."""
+    from onestep_gan.rdf2text.preprocessing import delexicalise
+
+    assert delexicalise([Triple("Alan_Bean", "birthDate", "1932-03-15")], "Alan Bean was born in 1932.").target_tokens \
+        == ["ENT_1", "was", "born", "in", "ENT_2", "."]
+    assert delexicalise([Triple("Barajas", "location", "Spain")], "Madrid-Barajas is in Spain.").target_tokens \
+        == ["Madrid-Barajas", "is", "in", "ENT_2", "."]
+    assert delexicalise([Triple("Akron", "country", "United_States")],
+                        "Akron is in the USA, also called America.").target_tokens \
+        == ["ENT_1", "is", "in", "the", "ENT_2", ",", "also", "called", "America", "."]
+
+
+def test_the_last_day_of_a_month_is_written_as_a_date():
+    from onestep_gan.rdf2text.preprocessing import write_out
+
+    assert write_out("1950-03-31") == "31 March 1950"
+    assert write_out("1950-12-01") == "1 December 1950"

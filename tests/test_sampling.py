@@ -290,6 +290,23 @@ def test_sampler_is_reproducible_with_a_seed_and_draws_fresh_noise_per_call():
     assert not np.array_equal(first, second)
 
 
+def test_each_training_call_samples_at_the_beta_of_its_own_step():
+    """The first training call samples at schedule(0), the next at schedule(1): beta is read before the step
+    counter moves (the checks above read `inverse_temperature()` after a call, not the beta the call used)."""
+
+    class Recording(ConstantSchedule):
+        seen = []
+
+        def __call__(self, step):
+            Recording.seen.append(int(ops.convert_to_numpy(step)))
+            return super().__call__(step)
+
+    sampler = _sampler(schedule=Recording(1.0), max_length=2)
+    sampler(SOURCE, training=True)
+    sampler(SOURCE, training=True)
+    assert Recording.seen == [0, 1]
+
+
 def test_step_counter_drives_the_schedule_and_counts_training_calls_only():
     sampler = _sampler(schedule=LinearSchedule(1.0, 3.0, num_steps=2), max_length=2)
     assert float(sampler.inverse_temperature()) == 1.0

@@ -31,6 +31,8 @@ def test_reorder_triples_permutes_each_entry_by_seed_and_variant_and_keeps_the_r
     drawn = {entry.triples for variant in range(1, 6) for entry in reorder_triples(entries, 1234, variant)[::2]}
     assert len(drawn) >= 3
     assert [e.triples for e in reorder_triples(entries, 7, 1)] != [e.triples for e in reordered]
+    # Within one variant, the same entry at three positions draws by its position too (not one order for all).
+    assert len({entry.triples for entry in reorder_triples([ALAN_BEAN] * 3, 1234, 1)}) > 1
     with pytest.raises(ValueError, match="variant >= 0"):
         reorder_triples(entries, 1234, -1)
 
@@ -110,3 +112,15 @@ def test_a_canonical_preprocessor_encodes_every_listing_of_a_set_alike():
     assert [t.predicate for t in example.triples] == ["birthPlace", "mission", "occupation"]
     delexicalised = preprocessing.delexicalise(list(example.triples), None, True)
     assert canonical.vocabulary.encode(delexicalised.source_tokens) == list(example.source_ids)
+
+
+def test_canonical_order_is_breadth_first_and_starts_at_a_subject_no_triple_points_to():
+    """Breadth first: both of the root's triples before either child's (a depth-first walk put C's before B's).
+    The root is a subject that is no triple's object, even when another subject has more triples."""
+    from onestep_gan.rdf2text.triple_orders import canonical_order
+
+    wide = [Triple("A", "p", "B"), Triple("A", "q", "C"), Triple("B", "r", "X"), Triple("C", "s", "Y")]
+    for listing in (wide, wide[::-1], [wide[2], wide[0], wide[3], wide[1]]):
+        assert canonical_order(listing) == tuple(wide)
+    chain = [Triple("A", "p", "B"), Triple("B", "q", "C"), Triple("B", "r", "D")]
+    assert canonical_order(chain[::-1]) == tuple(chain)
