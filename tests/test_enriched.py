@@ -152,6 +152,8 @@ def test_the_adversarial_stage_delexicalises_train_and_dev_as_its_mle_run_did(tm
     def write(path):
         pathlib.Path(path).write_text("{}")
 
+    (tmp_path / "mle").mkdir()
+    (tmp_path / "mle" / runs.SUMMARY_FILE).write_text("a finished MLE run\n")
     for gold_mentions in (False, True):
         mle_config = MLEConfig(gold_mentions=gold_mentions)
         monkeypatch.setattr(runs, "load_run", lambda run_dir, config=mle_config: (
