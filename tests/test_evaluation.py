@@ -241,3 +241,15 @@ def test_check_text_labels_each_triple_and_says_why_one_is_wrong():
     unnamed = evaluation.check_text(checker, car, "The capital of Italy is Rome.")
     assert [t["label"] for t in unnamed["triples"]] == ["correct", "correct"]
     assert (unnamed["unmentioned_entities"], unnamed["faithful"]) == (["Alfa_Romeo_164"], False)
+
+
+def test_entity_coverage_reads_one_digit_days_skips_empty_values_and_survives_a_month_13():
+    from onestep_gan.rdf2text.webnlg import Triple
+
+    # "March 5, 1950" mentions 1950-03-05 (a zero-padded day would not be found).
+    assert evaluation.entity_coverage(["Luigi Rossi was born on March 5, 1950."],
+                                      [[Triple("Luigi_Rossi", "birthDate", '"1950-03-05"^^xsd:date')]]) == 1.0
+    # An empty value is no entity (the empty string is "in" every text): only the subject counts, and it is absent.
+    assert evaluation.entity_coverage(["Nothing."], [[Triple("Alan_Bean", "p", '""')]]) == 0.0
+    # Not a date: read as a plain value, not an index error.
+    assert evaluation.entity_coverage(["x"], [[Triple("A", "p", "1950-13-01")]]) == 0.0

@@ -587,3 +587,11 @@ def test_bound_elsewhere_at_the_margin_exactly_and_only_while_the_own_score_is_a
         "correct", "missing")  # 2 > 0.35 * 4
     assert SlotAligner(both, margin=1.0, min_rival=1.0, max_own_share=0.5).judge_delexicalised(BEAN, tokens).labels == (
         "wrong", "missing")  # 2 <= 0.5 * 4
+
+
+def test_context_features_mark_the_sentence_start_and_an_extra_entity_counts_once():
+    assert faithfulness.context_features("ENT_1 was born in ENT_2 .".split(), 4, "ENT_1", window=5, near=4) == [
+        "L1:in", "L2:born", "L:born", "L3:was", "L4:<S>", "R1:<B>"]
+    judged = SlotAligner({}).judge_delexicalised(BEAN, "ENT_1 was born in ENT_2 near ENT_7 and ENT_7 .".split())
+    assert judged.extra_entities == ("ENT_7",)
+    assert (faithfulness._lemma("analysis"), faithfulness._lemma("awards")) == ("analysis", "award")

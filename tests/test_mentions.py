@@ -73,3 +73,14 @@ def test_gazetteer_keeps_names_and_finds_those_outside_the_input():
 def test_contains_is_a_contiguous_run():
     assert mentions.contains(("a", "b", "c"), ("b", "c"))
     assert not mentions.contains(("a", "b", "c"), ("a", "c"))
+
+
+def test_loose_forms_and_name_forms_on_exact_cases():
+    # An eight-letter name takes one edit only: two letters off is another word.
+    assert mentions.replace_loose_forms(["in", "Colunbas", "."], {"ENT_1": "Columbus"}) == ["in", "Colunbas", "."]
+    # A description ("capital of France") or a generic last word ("State") gives no short form that would
+    # make any "the capital" or "State" a mention of the entity.
+    assert mentions.loose_forms("capital of France") == []
+    assert mentions.name_forms("Rio De Janeiro State") == []
+    # The plural of a last word in -y after a vowel: "days", not "daies".
+    assert mentions.loose_forms("Christmas day") == ["Christmas days"]

@@ -569,3 +569,13 @@ def test_the_last_day_of_a_month_is_written_as_a_date():
 
     assert write_out("1950-03-31") == "31 March 1950"
     assert write_out("1950-12-01") == "1 December 1950"
+
+
+def test_were_becomes_had_before_a_measure_an_article_follows_the_sound_and_britain_is_the_uk():
+    from onestep_gan.rdf2text.preprocessing import delexicalise, detokenize, measure_clauses, relexicalise
+
+    assert measure_clauses("ENT_1 PRED_1 were ENT_2 .".split(), {"ENT_1": "X", "ENT_2": "259776702.47055 (kilometres)"},
+                           {"PRED_1": "apoapsis"}) == "ENT_1 had a PRED_1 of ENT_2 .".split()
+    assert detokenize(relexicalise(["ENT_1", "is", "a", "ENT_2", "."], {"ENT_1": "X", "ENT_2": "HBO"})) == "X is an HBO."
+    assert delexicalise([Triple("London", "country", "United_Kingdom")], "London is in Britain.").target_tokens == [
+        "ENT_1", "is", "in", "ENT_2", "."]

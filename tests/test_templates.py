@@ -88,3 +88,16 @@ def test_checked_text_keeps_a_faithful_text_and_replaces_a_flagged_one_with_the_
     assert omitted["fallback"] and omitted["model_text"] == "Alan Bean was born in Wheeler, Texas."
     with pytest.raises(ValueError, match="unfaithful='drop'"):
         templates.checked_text(checker, facts, good, unfaithful="drop")
+
+
+@pytest.mark.parametrize("triples, text", [
+    # A verb phrase ending in a preposition takes the date as it is ("launched from on 21 December" before).
+    ([Triple("Apollo_8", "was launched from", "1968-12-21")], "Apollo 8 was launched from 21 December 1968."),
+    # A year after a verb without a preposition stays bare ("awarded in 1969" would state another relation).
+    ([Triple("Buzz_Aldrin", "was awarded", "1969"), Triple("Buzz_Aldrin", "was awarded", "Bronze_Star")],
+     "Buzz Aldrin was awarded 1969 and Bronze Star."),
+    # "series" is no plural: not "One of the series of".
+    ([Triple("Doctor_Who", "series", "BBC_One")], "The series of Doctor Who is BBC One."),
+])
+def test_template_texts_of_verb_phrases_years_and_nouns_ending_in_s(triples, text):
+    assert templates.template_text(triples) == text
