@@ -424,13 +424,14 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
             f"Run folder {run_dir}: expected a folder apart from the MLE run {mle_run_dir} (the stage writes its own "
             "config.json, vocabulary and reports). Received: the same folder, or one inside the other."
         )
-    keras.utils.set_random_seed(config.seed)
-    transformer, preprocessor, mle_config = runs.load_run(mle_run_dir)
-    if not runs.finished_run(mle_run_dir, runs.SUMMARY_FILE):
+    # Before its model loads; a missing folder is named by `load_run`.
+    if pathlib.Path(mle_run_dir).is_dir() and not runs.finished_run(mle_run_dir, runs.SUMMARY_FILE):
         raise ValueError(
             f"--mle-run-dir {mle_run_dir}: expected a finished MLE run (its {runs.SUMMARY_FILE} written and no "
             f"{runs.BACKUP_DIR}/ left). Received: an unfinished one; rerun `onestep-gan train` on it to finish it."
         )
+    keras.utils.set_random_seed(config.seed)
+    transformer, preprocessor, mle_config = runs.load_run(mle_run_dir)
     if config.max_length > transformer.max_target_length:
         raise ValueError(
             f"max_length={config.max_length} exceeds the generator's max_target_length="

@@ -340,7 +340,9 @@ class MLEConfig(_Serialisable):
         "gradient_clip_norm": _FINITE_POSITIVE, "label_smoothing": _FRACTION,
         "rerank_min_foreign": _FINITE_NON_NEGATIVE, "rerank_discriminator_weight": _FINITE_NON_NEGATIVE,
         "num_logged_samples": _NON_NEGATIVE, "length_penalty": _FINITE_NON_NEGATIVE,
-        "predicate_word_dropout": _FRACTION,
+        "predicate_word_dropout": _FRACTION, "batch_size": _POSITIVE, "epochs": _POSITIVE,
+        "decode_batch_size": _POSITIVE, "beam_width": _POSITIVE, "model_dim": _POSITIVE,
+        "average_checkpoints": _POSITIVE, "triple_orders": _POSITIVE, "entity_words": _NON_NEGATIVE,
     }
 
     def __post_init__(self):
@@ -349,9 +351,6 @@ class MLEConfig(_Serialisable):
             raise ValueError(
                 f"`decode_method` must be 'greedy' or 'beam'. Received: decode_method={self.decode_method!r}"
             )
-        for name in ("batch_size", "epochs", "decode_batch_size", "beam_width", "model_dim", "average_checkpoints"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
         if int(self.early_stopping_patience) < 0:
             raise ValueError(
                 "`early_stopping_patience` must be >= 0 (epochs without a better dev loss). "
@@ -368,10 +367,6 @@ class MLEConfig(_Serialisable):
             raise ValueError(
                 f"`jit_compile` must be one of {sorted(_JIT_COMPILE)}. Received: jit_compile={self.jit_compile!r}"
             )
-        if int(self.entity_words) < 0:
-            raise ValueError(f"`entity_words` must be >= 0. Received: entity_words={self.entity_words}")
-        if int(self.triple_orders) < 1:
-            raise ValueError(f"`triple_orders` must be positive. Received: triple_orders={self.triple_orders}")
         if self.triple_orders > 1 and not self.epoch_seeded_shuffle:
             raise ValueError(
                 "`triple_orders` draws an order per epoch and needs epoch_seeded_shuffle=True. "
@@ -508,19 +503,14 @@ class AdversarialConfig(_Serialisable):
         "generator_learning_rate_ratio": _FINITE_NON_NEGATIVE, "hard_negative_weight": _FINITE_NON_NEGATIVE,
         "adversarial_weight": _FINITE_NON_NEGATIVE, "mle_weight": _FINITE_NON_NEGATIVE, "label_smoothing": _FRACTION,
         "inverse_temperature_start": _FINITE_POSITIVE, "inverse_temperature_end": _FINITE_POSITIVE,
-        "max_loss": _FINITE_POSITIVE, "gradient_clip_norm": _FINITE_POSITIVE,
+        "max_loss": _FINITE_POSITIVE, "gradient_clip_norm": _FINITE_POSITIVE, "max_length": _POSITIVE,
+        "batch_size": _POSITIVE, "pretrain_steps": _POSITIVE, "adversarial_steps": _POSITIVE,
+        "steps_per_epoch": _POSITIVE, "corruption_pretrain_steps": _NON_NEGATIVE,
     }
 
     def __post_init__(self):
         _check_sample_sizes(self, ("max_train_entries",))
         _check_ranges(self, self._RANGES)
-        for name in ("max_length", "batch_size", "pretrain_steps", "adversarial_steps", "steps_per_epoch"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"`{name}` must be positive. Received: {name}={getattr(self, name)}")
-        if int(self.corruption_pretrain_steps) < 0:
-            raise ValueError(
-                f"`corruption_pretrain_steps` must be >= 0. Received: corruption_pretrain_steps={self.corruption_pretrain_steps}"
-            )
         if int(self.adversarial_steps) % int(self.steps_per_epoch):
             raise ValueError(
                 "`adversarial_steps` must be a multiple of `steps_per_epoch` (the stage trains whole epochs of "
