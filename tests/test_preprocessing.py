@@ -569,6 +569,15 @@ def test_the_last_day_of_a_month_is_written_as_a_date():
 
     assert write_out("1950-03-31") == "31 March 1950"
     assert write_out("1950-12-01") == "1 December 1950"
+    assert write_out("2000-02-29") == "29 February 2000"  # a leap year
+
+
+def test_a_day_that_its_month_lacks_is_no_date_and_the_value_stays_as_given():
+    from onestep_gan.rdf2text.preprocessing import write_out
+
+    # Written out, "1950-02-30" would state a day that never was ("30 February 1950").
+    for value in ("1950-02-30", "1900-02-29", "1950-04-31", "1950-03-00"):
+        assert write_out(value) == value
 
 
 def test_were_becomes_had_before_a_measure_an_article_follows_the_sound_and_britain_is_the_uk():

@@ -47,6 +47,7 @@ placeholders only: slot alignment, reranking and hard negatives are about entiti
 """
 
 import dataclasses
+import datetime
 import functools
 import re
 import unicodedata
@@ -625,7 +626,7 @@ def write_out(surface, previous_word=None):
     for values of its kind (counts over (reference, entity) pairs); anything else unchanged.
 
     - An ISO date, written out: "1950-03-12" -> "12 March 1950" ("D Month YYYY" 410 times,
-      "Month D, YYYY" 326, ISO 126).
+      "Month D, YYYY" 326, ISO 126); one the calendar lacks ("1950-02-30") stays as given.
     - A measure with its unit in parentheses, as the number and the unit's words:
       '"13017.0"(minutes)' -> "13017.0 minutes", "0.0252 (kilometrePerSeconds)" -> "0.0252
       kilometres per second" (198 references write number and unit, 50 the number alone, none the
@@ -638,7 +639,7 @@ def write_out(surface, previous_word=None):
       keep "the English language" (about 250 of the 274).
     """
     date = _ISO_DATE_PATTERN.match(surface)
-    if date and 1 <= int(date.group(2)) <= 12 and 1 <= int(date.group(3)) <= 31:
+    if date and _is_calendar_date(*map(int, date.groups())):
         return f"{int(date.group(3))} {_MONTHS[int(date.group(2)) - 1]} {date.group(1)}"
     qualified = _QUALIFIED_PATTERN.match(surface)
     if qualified:
@@ -653,6 +654,14 @@ def write_out(surface, previous_word=None):
     ):
         return surface[: -len(" language")]
     return surface
+
+
+def _is_calendar_date(year, month, day):
+    try:
+        datetime.date(year, month, day)
+    except ValueError:  # month 13, day 0, 30 February, 29 February 1900, year 0
+        return False
+    return True
 
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
