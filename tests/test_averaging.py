@@ -1,6 +1,7 @@
 """Checkpoint averaging (rdf2text/averaging.py) and its use by the MLE job."""
 
 import json
+import pathlib
 import warnings
 
 import keras
@@ -54,6 +55,24 @@ def test_epoch_weights_keeps_the_last_files_and_they_hold_that_epochs_weights(tm
     model.load_weights(tmp_path / "epoch_005.weights.h5")
     for saved, expected in zip(model.get_weights(), final):
         np.testing.assert_array_equal(saved, expected)
+
+
+def test_epoch_weights_are_flushed_to_disk_before_they_are_renamed(tmp_path, monkeypatch):
+    # Renamed without a flush, a file may be empty after a power cut while its name is there.
+    from onestep_gan.rdf2text import atomic_files
+
+    committed, commit = [], atomic_files._commit
+
+    def recording_commit(partial, path):
+        committed.append(pathlib.Path(path).name)
+        commit(partial, path)
+
+    monkeypatch.setattr(atomic_files, "_commit", recording_commit)
+    model = _dense_model()
+    model.fit(np.ones((8, 3), "float32"), np.zeros((8, 2), "float32"), epochs=2, verbose=0,
+              callbacks=[averaging.EpochWeights(tmp_path, keep=2)])
+    assert committed == ["epoch_001.weights.h5", "epoch_002.weights.h5"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == committed  # no partial file left
 
 
 def test_the_mle_job_decodes_the_average_and_decode_run_can_change_the_window(tmp_path):

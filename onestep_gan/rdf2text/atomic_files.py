@@ -43,11 +43,13 @@ def atomic_write_all(files):
         os.replace(partial, path)
 
 
-def atomic_save(path, save):
-    """Calls `save(partial_path)`, then renames the written file over `path`. A write that fails (a
-    full disk, an error in `save`) removes its partial file and leaves `path` as it was."""
+def atomic_save(path, save, partial=None):
+    """Calls `save(partial)`, then flushes the written file and renames it over `path`. A write that
+    fails (a full disk, an error in `save`) removes its partial file and leaves `path` as it was.
+    `partial` defaults to `partial_path(path)`; a writer that wants its own suffix (Keras: a
+    `.weights.h5` name) names another hidden file beside `path`."""
     path = pathlib.Path(path)
-    partial = partial_path(path)
+    partial = partial_path(path) if partial is None else pathlib.Path(partial)
     try:
         save(partial)
         _commit(partial, path)

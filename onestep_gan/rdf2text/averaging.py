@@ -2,7 +2,7 @@
 that end at the best epoch (by dev loss).
 
 - `EpochWeights`: a callback that writes the weights at the end of every epoch to
-  `epoch_weights/epoch_NNN.weights.h5` (atomically), keeping the files that an average may
+  `epoch_weights/epoch_NNN.weights.h5` (atomically: flushed, then renamed), keeping the files that an average may
   still need.
 - `average_into(model, files)`: sets `model`'s float weights to the mean of the files'.
 - `averaged_epochs(best_epoch, k)` / `average_epoch_weights(model, folder, best_epoch, k)`: the
@@ -16,13 +16,12 @@ optimisation path (Vaswani et al., 2017 average the last 5 or 20 checkpoints; Po
 """
 
 import json
-import os
 import pathlib
 
 import keras
 import numpy as np
 
-from onestep_gan.rdf2text import runs
+from onestep_gan.rdf2text import atomic_files, runs
 
 EPOCH_WEIGHTS_DIR = "epoch_weights"
 
@@ -54,9 +53,8 @@ class EpochWeights(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.folder.mkdir(parents=True, exist_ok=True)
         target = epoch_weights_file(self.folder, epoch + 1)
-        partial = target.with_name(f".{target.name}")  # Keras wants the `.weights.h5` ending
-        self.model.save_weights(partial)
-        os.replace(partial, target)  # a kill leaves a complete file or none
+        # Flushed and renamed (a kill leaves a complete file or none); Keras wants the `.weights.h5` ending.
+        atomic_files.atomic_save(target, self.model.save_weights, partial=target.with_name(f".{target.name}"))
         stale = epoch_weights_file(self.folder, epoch + 1 - self.keep)
         if epoch + 1 - self.keep >= 1 and stale.exists():
             stale.unlink()
