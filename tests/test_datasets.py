@@ -102,6 +102,12 @@ def test_source_batches_fixed_shapes_and_order():
     np.testing.assert_array_equal(last_source[0, :20], examples[0].source_ids)
 
 
+def test_source_batches_keep_a_width_that_is_already_a_multiple():
+    examples = synthetic_examples([(s, 1) for s in (16, 3, 17)])
+    batches = list(datasets.source_batches(examples, batch_size=2, pad_id=PAD, length_multiple=16))
+    assert [source.shape for source, _ in batches] == [(2, 16), (2, 32)]
+
+
 def test_source_batches_never_pass_the_models_source_length():
     """A model with max_source_length 20 (not a multiple of 16) has no position 20: a batch whose
     longest source has 18 tokens is 20 wide, not 32; under 16, the batches are that wide."""
@@ -136,6 +142,13 @@ def test_adversarial_dataset_layout():
         )
 
 
+def test_adversarial_data_keeps_a_text_that_fills_max_length_with_its_eos():
+    examples = [EncodedExample("fits", (5,), (8, 9, 10, 11), {}), EncodedExample("long", (5,), (8,) * 5, {})]
+    dataset = datasets.make_adversarial_dataset(
+        examples, 1, max_length=5, max_source_length=2, shuffle=False, pad_id=PAD, eos_id=EOS)
+    assert [texts.numpy().tolist() for _, texts in dataset] == [[[8, 9, 10, 11, EOS]]]
+
+
 def test_adversarial_epochs_depend_on_seed_and_epoch_only():
     """Exact resume of the adversarial stage: epoch e's batches are those of an uninterrupted run."""
     examples = [EncodedExample(f"e{i}", (4 + i,), (20 + i,), {}) for i in range(5)]
@@ -154,6 +167,8 @@ def test_adversarial_epochs_depend_on_seed_and_epoch_only():
     assert full[0] != full[1]
     assert epochs(0, seed=8) != full
     assert sorted(sum(full[0], [])[:5]) == [20, 21, 22, 23, 24]  # a pass is a permutation
+    # Each (epoch, pass) has a seed of its own: epoch 1's first pass is not epoch 0's second.
+    assert sum(full[1], [])[:3] != sum(full[0], [])[5:8]
     with pytest.raises(ValueError, match="steps_per_epoch"):
         datasets.make_adversarial_dataset(examples, 2, 3, 2, pad_id=PAD, eos_id=EOS, epochs=2)
 
@@ -311,6 +326,15 @@ def _unpadded_rows(inputs, labels):
         (cut(source), cut(target), cut(label))
         for source, target, label in zip(np.asarray(inputs["source"]), np.asarray(inputs["target"]), np.asarray(labels))
     ]
+
+
+def test_fixed_shapes_put_a_batch_whose_longest_example_is_a_boundary_in_the_bucket_above():
+    """Bucket b holds lengths in [boundaries[b - 1], boundaries[b]): a source of exactly 8 tokens is in
+    bucket 1, whose width is its longest example's (9), not bucket 0's (3)."""
+    examples = synthetic_examples([(8, 1)] * 2 + [(9, 1)] + [(3, 1)] * 2)
+    batches = list(datasets.make_training_dataset(
+        examples, batch_size=2, bucket_boundaries=(8, 16), fixed_shapes=True, **SPECIAL_IDS))
+    assert sorted(tuple(np.shape(inputs["source"])) for inputs, _ in batches) == [(1, 9), (2, 3), (2, 9)]
 
 
 @pytest.mark.parametrize("epochs", [None, 2])

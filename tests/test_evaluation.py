@@ -237,6 +237,10 @@ def test_check_text_labels_each_triple_and_says_why_one_is_wrong():
     attached = evaluation.check_text(SlotAligner({}, attachments=True), rocket,  # no cues: only this check
                                      "The diameter of Ariane 5 is Guiana Space Centre and the diameter is 5.4 metres.")
     assert [t["reason"] for t in attached["triples"]] == ["attached elsewhere", None]
+    # A value stated under a mined relation the input does not have (`min_foreign`).
+    alma = [Triple("Alan_Bean", "almaMater", "UT_Austin")]
+    outside = evaluation.check_text(aligner.with_settings(min_foreign=2.0), alma, "Alan Bean was born in UT Austin.")
+    assert [(t["label"], t["reason"]) for t in outside["triples"]] == [("wrong", "outside the input")]
     # Every triple "correct" by the aligner (a subject may go unnamed), but Alfa Romeo 164 is named nowhere.
     unnamed = evaluation.check_text(checker, car, "The capital of Italy is Rome.")
     assert [t["label"] for t in unnamed["triples"]] == ["correct", "correct"]

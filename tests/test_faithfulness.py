@@ -595,3 +595,31 @@ def test_context_features_mark_the_sentence_start_and_an_extra_entity_counts_onc
     judged = SlotAligner({}).judge_delexicalised(BEAN, "ENT_1 was born in ENT_2 near ENT_7 and ENT_7 .".split())
     assert judged.extra_entities == ("ENT_7",)
     assert (faithfulness._lemma("analysis"), faithfulness._lemma("awards")) == ("analysis", "award")
+
+
+def test_mining_keeps_a_feature_seen_exactly_min_count_times():
+    born = WebNLGEntry("train/1triples/Astronaut/Id1", "Astronaut", 1, (Triple("Alan_Bean", "birthPlace", "Dallas"),),
+                       ("Alan Bean was born in Dallas.",) * 2)
+    worked = WebNLGEntry("train/1triples/Astronaut/Id2", "Astronaut", 1, (Triple("Elliot_See", "occupation", "Engineer"),),
+                         ("Elliot See worked as an Engineer.",) * 2)
+    # Each feature is seen twice; R1:<B> is seen with both predicates, so it tells neither apart.
+    assert sorted(SlotAligner.from_entries([born, worked], min_count=2, smoothing=0.0).cues["birth place"]) == [
+        "L1:in", "L2:born", "L:born"]
+    assert SlotAligner.from_entries([born, worked], min_count=3, smoothing=0.0).cues["birth place"] == {}
+
+
+def test_among_equally_good_mentions_the_first_decides():
+    """"ENT_2 is nice . ENT_1 was born in ENT_2 .": both mentions of Wheeler, Texas score own - rival = 0;
+    the first (no cue either way) decides, so the triple counts as stated without evidence."""
+    cues = {"birth place": {"L:born": 2.0}, "occupation": {"L:born": 2.0}}
+    judged = SlotAligner(cues, margin=3.0, min_rival=3.0).judge_delexicalised(
+        BEAN, "ENT_2 is nice . ENT_1 was born in ENT_2 .".split()).triples[0]
+    assert (judged.label, judged.own, judged.no_evidence) == ("correct", 0.0, True)
+
+
+def test_predicates_whose_cues_have_a_cosine_of_max_similarity_exactly_are_similar():
+    # Each predicate's own words weigh 2.0 on both sides: p {L:p, R:p}; q {L:q, R:q, L:p, R:p, a, b, c, d},
+    # a cosine of 8 / (sqrt(8) sqrt(32)) = 0.5.
+    aligner = SlotAligner({"p": {}, "q": {"L:p": 2.0, "R:p": 2.0, "a": 2.0, "b": 2.0, "c": 2.0, "d": 2.0}})
+    assert aligner.similar_predicates("p", "q") and aligner.similar_predicates("q", "p")
+    assert not aligner.with_settings(max_similarity=0.51).similar_predicates("p", "q")

@@ -236,6 +236,9 @@ def test_subjects_count_a_relation_stated_of_another_input_entity(reranker):
     # "ties" keeps the candidate without a slot error by the tables' aligner.
     assert (counting.choose(triples, [omitting, car], entity_map), breaking.choose(triples, [omitting, car], entity_map)) == (
         0, 1)
+    # The boolean of earlier releases: True is "errors", False "off".
+    assert [SlotErrorReranker(reranker.aligner, subjects=flag).errors(triples, car, entity_map) for flag in (True, False)] == [
+        1, 0]
     with pytest.raises(ValueError, match="subjects"):
         SlotErrorReranker(reranker.aligner, subjects="always")
 
@@ -273,6 +276,10 @@ def test_mbr_preference_prefers_the_beams_consensus_weighted_by_its_probabilitie
     weights = np.exp(np.array([-0.1, -0.2, -0.3]) + 0.1)
     weights /= weights.sum()
     assert empty[3] == pytest.approx(sum(w * ngram_f1(ngram_counts(c), ngram_counts(y)) for w, y in zip(weights, texts)))
+    # A row the search left wholly empty gets no preference, and the other rows theirs.
+    two_rows = mbr_preference(eos, pad)(None, np.array([rows, rows]), np.array([[-np.inf] * 4, [-0.1, -0.2, -0.3, -0.4]]))
+    np.testing.assert_array_equal(two_rows[0], np.zeros(4))
+    np.testing.assert_allclose(two_rows[1], preference, rtol=1e-12)
 
 
 def test_mbr_breaks_only_ties_on_errors(reranker):
