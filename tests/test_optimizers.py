@@ -130,6 +130,10 @@ def test_an_absolute_schedule_and_a_floor_keep_the_ratio(trainer):
     optimizer = getattr(gan, "gan_optimizer", gan.optimizer)
     # The rates each epoch trained with (each inner optimizer's, logged after the epoch's steps).
     logged = sorted((key, value) for key, value in history.items() if key.startswith("learning_rate"))
+    if trainer == "one_step":  # named after each net's copy of the one optimizer compiled (README)
+        name = optimizer.discriminator_optimizer.name
+        assert name.startswith("adam") and optimizer.generator_optimizer.name == f"{name}_generator"
+        assert [key for key, _ in logged] == [f"learning_rate_{name}", f"learning_rate_{name}_generator"]
     (_, discriminator_log), (_, generator_log) = sorted(logged, key=lambda pair: "generator" in pair[0])
     np.testing.assert_allclose(discriminator_log, [1e-3, 1e-3, 5e-4, 2.5e-4], rtol=1e-6)
     np.testing.assert_allclose(generator_log, 0.25 * np.array(discriminator_log), rtol=1e-6)
