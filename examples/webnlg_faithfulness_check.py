@@ -321,6 +321,11 @@ def main(argv=None):
     parser.add_argument("--of-phrases", action="store_true",
                         help="the swap test reads \"the P of X is Y\" in the predicate's own words as the right way "
                         "round, without looking for inversions (docs/faithfulness.md)")
+    parser.add_argument("--opposed", action="store_true",
+                        help="a value stated with the words of the relation of opposed meaning (\"born\" for a "
+                        "death date) is wrong even where the words both share match its own (docs/faithfulness.md)")
+    parser.add_argument("--attachments", action="store_true",
+                        help="the aligner also counts values attached to another input relation's own words")
     parser.add_argument("--gold-splits", nargs="+", choices=("dev", "test"), default=["dev"],
                         help="enriched splits for (b); test is also split into seen and unseen categories")
     args = parser.parse_args(argv)
@@ -334,7 +339,8 @@ def main(argv=None):
     test = webnlg.load_webnlg("test", args.data_dir)
     aligner = faithfulness.SlotAligner.from_entries(
         train, min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
-        value_shapes=args.value_shapes, foreign_known_only=args.foreign_known_only, of_phrases=args.of_phrases)
+        value_shapes=args.value_shapes, foreign_known_only=args.foreign_known_only, of_phrases=args.of_phrases,
+        attachments=args.attachments, opposed=args.opposed)
     print(f"mined {len(aligner.cues)} predicates, {sum(map(len, aligner.cues.values()))} cues, "
           f"{len(aligner.gazetteer)} gazetteer entities in {time.time() - start:.1f}s")
     if args.save_aligner:

@@ -170,7 +170,7 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
                             "--constrain-placeholders", "--no-rerank-attachments", "--no-rerank-foreign-known-only"]) == 0
     # The run's reranking (`decode` tests --no-rerank), unstated relations counted as errors.
     assert cli.main(base + ["--decode-method", "beam", "--rerank-unstated-as-errors", "--rerank-subjects", "ties",
-                            "--rerank-attachments", "--rerank-inversions", "--rerank-of-phrases"]) == 0
+                            "--rerank-attachments", "--rerank-inversions", "--rerank-of-phrases", "--rerank-opposed"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
     assert [name for name, _ in calls] == ["make_generate_function", "decode_examples"] * 3
     (run, _), (beam, beam_decode), (_, run_decode) = zip(calls[::2], calls[1::2])
@@ -183,6 +183,7 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     assert run_reranker.aligner.min_foreign == 6.0 and run_reranker.stated_relations
     assert run_reranker.unstated_as_errors and not beam_reranker.unstated_as_errors
     assert (run_reranker.subjects, beam_reranker.subjects) == ("ties", "off")
+    assert run_reranker.aligner.opposed and not beam_reranker.aligner.opposed
     assert run_reranker.attachments and not beam_reranker.attachments
     assert run_reranker.aligner.foreign_known_only and not beam_reranker.aligner.foreign_known_only
     assert run_reranker.aligner.inversions and not beam_reranker.aligner.inversions
@@ -254,7 +255,8 @@ def test_evaluate_inversions_counts_a_relation_stated_the_wrong_way_round(tmp_pa
     assert rates == [0.0, 1.0]  # the seen entry: Aarhus_Airport | cityServed | "Aarhus, Denmark"
 
 
-@pytest.mark.parametrize("flag", ["--subjects", "--attachments", "--value-shapes", "--foreign-known-only", "--of-phrases"])
+@pytest.mark.parametrize("flag", ["--subjects", "--attachments", "--value-shapes", "--foreign-known-only", "--of-phrases",
+                                  "--opposed"])
 def test_evaluate_stricter_check_flags_judge_with_that_check(tmp_path, monkeypatch, flag):
     """`--subjects` / `--attachments` / `--value-shapes` / `--foreign-known-only` / `--of-phrases` score with
     `SlotAligner(subjects=True)` / `(attachments=True)` / `(value_shapes=True)` / `(foreign_known_only=True)` /
@@ -267,7 +269,7 @@ def test_evaluate_stricter_check_flags_judge_with_that_check(tmp_path, monkeypat
     monkeypatch.setattr(evaluation, "write_report",
                         lambda *args, aligner=None, **kwargs: used.append(getattr(aligner, setting)) or original(*args, aligner=aligner, **kwargs))
     base = ["evaluate", "--hypotheses", str(hypotheses), "--split", "test", "--data-dir", str(FIXTURE_2017)]
-    if flag == "--foreign-known-only":  # it narrows the --min-foreign check, and is refused without it
+    if flag in ("--foreign-known-only", "--opposed"):  # part of the --min-foreign check, refused without it
         assert cli.main(base + [flag]) == 2 and not used
         base += ["--min-foreign", "6"]
     assert cli.main(base) == 0 and cli.main(base + [flag]) == 0

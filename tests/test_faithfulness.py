@@ -308,6 +308,14 @@ def test_real_corpus_references_and_the_issue_example(webnlg_path):
     faithful = "Alan Bean was born in Wheeler, Texas and served as a test pilot."
     assert aligner.judge(triples, swapped).labels == ("wrong", "wrong")
     assert aligner.judge(triples, faithful).labels == ("correct", "correct")
+    # A dev reference that states Elliot See's death date as his birth: `opposed` (with the check outside the
+    # input) calls it wrong; a reference stating it right stays right.
+    see = (Triple("Elliot_See", "deathDate", '"1966-02-28"'),)
+    outside = aligner.with_settings(min_foreign=6.0, foreign_known_only=True)
+    born = "Elliot See, who was born on the 28th February 1966 in Dallas, has died in St Louis."
+    assert (outside.judge(see, born).labels, outside.with_settings(opposed=True).judge(see, born).labels) == (
+        ("correct",), ("wrong",))
+    assert outside.with_settings(opposed=True).judge(see, "Elliot See died on 28 February 1966.").labels == ("correct",)
 
 
 def test_inversions_call_a_relation_stated_the_wrong_way_round_wrong(aligner):
@@ -623,3 +631,32 @@ def test_predicates_whose_cues_have_a_cosine_of_max_similarity_exactly_are_simil
     aligner = SlotAligner({"p": {}, "q": {"L:p": 2.0, "R:p": 2.0, "a": 2.0, "b": 2.0, "c": 2.0, "d": 2.0}})
     assert aligner.similar_predicates("p", "q") and aligner.similar_predicates("q", "p")
     assert not aligner.with_settings(max_similarity=0.51).similar_predicates("p", "q")
+
+
+def test_a_value_stated_in_the_opposed_relations_words_is_wrong_with_opposed():
+    """"Marie Curie was born on 4 July 1934" for her `deathDate`: the date's own cue, "on", is birth date's as
+    much, so the own-share test let it pass (own 3.4 > 0.35 x 9.4). With `opposed` the test reads the own
+    score without the words the relation of opposed meaning shares (0 here); only for opposed relations."""
+    cues = {"birth date": {"L1:on": 3.4, "L2:born": 3.0, "L:born": 3.0},
+            "death date": {"L1:on": 3.4, "L2:died": 3.0, "L:died": 3.0},
+            "origin": {"L1:on": 3.4, "L2:born": 3.0, "L:born": 3.0}}  # like birth date, but not its opposite
+    curie = (Triple("Marie_Curie", "deathDate", "1934-07-04"),)
+    born, died = "ENT_1 was born on ENT_2 .".split(), "ENT_1 died on ENT_2 .".split()
+    plain = SlotAligner(cues, min_foreign=6.0)
+    opposed = plain.with_settings(opposed=True)
+    assert plain.judge_delexicalised(curie, born).labels == ("correct",)
+    judged = opposed.judge_delexicalised(curie, born).triples[0]
+    assert (judged.label, judged.foreign, judged.rival_predicate, judged.own, judged.rival) == (
+        "wrong", True, "birth date", 3.4, 9.4)
+    assert opposed.judge_delexicalised(curie, died).labels == ("correct",)
+    # The same words under a relation that is not the opposite: the own-share test as before.
+    assert opposed.judge_delexicalised(
+        (Triple("Marie_Curie", "deathDate", "1934-07-04"), Triple("Marie_Curie", "birthDate", "1867-11-07")),
+        born + "She was born on ENT_3 .".split()).labels == ("correct", "correct")  # birth date in the input
+    no_birth = {key: weights for key, weights in cues.items() if key != "birth date"}
+    assert SlotAligner(no_birth, min_foreign=6.0, opposed=True).judge_delexicalised(curie, born).labels == ("correct",)
+    # Part of the check outside the input: nothing without min_foreign.
+    assert SlotAligner(cues, opposed=True).judge_delexicalised(curie, born).labels == ("correct",)
+    assert SlotAligner.from_config(SlotAligner(cues).get_config()).opposed is False
+    assert faithfulness._OPPOSED_WORDS[0] == ("birth", "death")
+

@@ -118,7 +118,7 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     for name in ("predicate_placeholders", "epoch_seeded_shuffle", "average_checkpoints", "rerank_min_foreign",
                  "rerank_stated_relations", "constrain_placeholders", "rerank_discriminator_weight", "gold_mentions",
                  "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_mbr", "rerank_value_shapes",
-                 "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases"):
+                 "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases", "rerank_opposed"):
         del saved[name]
     (tmp_path / "config.json").write_text(json.dumps(saved), encoding="utf-8")
     config = MLEConfig.load(tmp_path / "config.json")
@@ -131,7 +131,7 @@ def test_a_config_saved_before_a_field_existed_loads_as_that_run_was_trained(tmp
     assert config.rerank_subjects == "off" and config.rerank_attachments is False and config.rerank_mbr is False
     assert config.rerank_value_shapes is False
     assert config.rerank_foreign_known_only is False and MLEConfig().rerank_foreign_known_only is True
-    assert config.rerank_inversions is False and config.rerank_of_phrases is False
+    assert config.rerank_inversions is False and config.rerank_of_phrases is False and config.rerank_opposed is False
     # The release that added the subject check saved it as a flag: True was "errors".
     assert MLEConfig(rerank_subjects=True).rerank_subjects == "errors" and MLEConfig(rerank_subjects=False).rerank_subjects == "off"
     with pytest.raises(ValueError, match="rerank_subjects"):

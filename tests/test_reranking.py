@@ -398,3 +398,18 @@ def test_of_phrases_in_the_reranker_stop_calling_the_right_way_form_a_swap(reran
     assert (plain.aligner.of_phrases, reading.aligner.of_phrases) == (False, True)
     assert (plain.errors(triples, right, entity_map), reading.errors(triples, right, entity_map)) == (1, 0)
     assert not MLEConfig().rerank_of_phrases
+
+
+def test_opposed_counts_a_value_stated_in_the_words_of_the_opposed_relation():
+    """"ENT_1 was born on ENT_2" for a death date (cues as in test_faithfulness): a slot error with
+    `opposed` and the check outside the input, so the candidate that says "died" wins."""
+    cues = {"birth date": {"L1:on": 3.4, "L2:born": 3.0, "L:born": 3.0},
+            "death date": {"L1:on": 3.4, "L2:died": 3.0, "L:died": 3.0}}
+    triples = (Triple("Marie_Curie", "deathDate", "1934-07-04"),)
+    entity_map = {"ENT_1": "Marie Curie", "ENT_2": "4 July 1934"}
+    born, died = "ENT_1 was born on ENT_2 .".split(), "ENT_1 died on ENT_2 .".split()
+    plain, opposed = (SlotErrorReranker(SlotAligner(cues), min_foreign=6.0, opposed=flag) for flag in (False, True))
+    assert [plain.errors(triples, text, entity_map) for text in (born, died)] == [0, 0]
+    assert [opposed.errors(triples, text, entity_map) for text in (born, died)] == [1, 0]
+    assert (plain.choose(triples, [born, died], entity_map), opposed.choose(triples, [born, died], entity_map)) == (0, 1)
+    assert SlotErrorReranker.from_config(SlotAligner(cues), MLEConfig(rerank_opposed=True)).aligner.opposed

@@ -280,9 +280,10 @@ def _evaluate(args):
     from onestep_gan.rdf2text import evaluation, runs, webnlg
     from onestep_gan.rdf2text.faithfulness import SlotAligner
 
-    if args.foreign_known_only and args.min_foreign is None:
-        raise ValueError("--foreign-known-only narrows the --min-foreign check: expected --min-foreign SCORE with it. "
-                         "Received: no --min-foreign.")
+    for flag in ("foreign_known_only", "opposed"):
+        if getattr(args, flag) and args.min_foreign is None:
+            raise ValueError(f"--{flag.replace('_', '-')} is part of the --min-foreign check: expected --min-foreign "
+                             "SCORE with it. Received: no --min-foreign.")
     hypotheses_path = pathlib.Path(args.hypotheses)
     hypotheses = _read_text_lines(hypotheses_path, "Hypotheses file")
     output_dir = pathlib.Path(args.output_dir) if args.output_dir else hypotheses_path.parent
@@ -321,7 +322,7 @@ def _evaluate(args):
         train,
         min_foreign=args.min_foreign, inversions=args.inversions, subjects=args.subjects,
         attachments=args.attachments, value_shapes=args.value_shapes, foreign_known_only=args.foreign_known_only,
-        of_phrases=args.of_phrases,
+        of_phrases=args.of_phrases, opposed=args.opposed,
     )
     scores = evaluation.write_report(output_dir, hypotheses, entries, name=name, aligner=aligner)
     print(evaluation.format_markdown_table(scores))
@@ -379,6 +380,11 @@ def _add_decoding_overrides(parser):
         "default: the run's",
     )
     parser.add_argument(
+        "--rerank-opposed", action=argparse.BooleanOptionalAction, default=None,
+        help='with the check outside the input, the reranker also counts a value stated in the words of the relation '
+        'of opposed meaning ("was born on" for a death date); default: the run\'s',
+    )
+    parser.add_argument(
         "--constrain-placeholders", action=argparse.BooleanOptionalAction, default=None,
         help="every input entity written before the text ends, no placeholder more often than the input holds it; "
         "default: the run's",
@@ -402,7 +408,7 @@ def _decoding_overrides(args):
         for name in (
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
             "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
-            "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases", "constrain_placeholders",
+            "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases", "rerank_opposed", "constrain_placeholders",
             "rerank_discriminator_weight", "rerank_mbr",
         )
         if getattr(args, name) is not None
@@ -491,6 +497,11 @@ def build_parser():
         "--foreign-known-only", action="store_true",
         help="with --min-foreign: look for relations outside the input only for relations the training references "
         "showed",
+    )
+    evaluate.add_argument(
+        "--opposed", action="store_true",
+        help='with --min-foreign: a value stated in the words of the relation of opposed meaning ("was born on" for a '
+        "death date) is wrong, though the words both share match its own",
     )
     evaluate.add_argument(
         "--of-phrases", action="store_true",

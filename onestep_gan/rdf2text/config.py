@@ -140,7 +140,7 @@ class MLEConfig(_Serialisable):
         "jit_compile": "auto", "entity_words": 0, "rerank_subjects": "off", "permute_placeholders": False,
         "rerank_attachments": False, "rerank_mbr": False, "rerank_value_shapes": False,
         "canonical_triple_order": False, "sentence_examples": False, "rerank_foreign_known_only": False,
-        "rerank_inversions": False, "rerank_of_phrases": False,
+        "rerank_inversions": False, "rerank_of_phrases": False, "rerank_opposed": False,
     }
 
     seed: int = 1234
@@ -287,6 +287,10 @@ class MLEConfig(_Serialisable):
     # (`SlotAligner(of_phrases=True)`); without it the swap test calls that form a swap, most often for
     # relations without mined cues (docs/faithfulness.md).
     rerank_of_phrases: bool = False
+    # With rerank_min_foreign, a value stated in the words of the relation of opposed meaning counts as a slot
+    # error ("was born on 28 February 1966" for a `deathDate`; `SlotAligner(opposed=True)`), though the words
+    # both relations share ("on" before a date) match its own (README, lever 62).
+    rerank_opposed: bool = False
     # Ties on slot errors go to the candidate that states, in its own words, each relation the
     # training references never showed (`SlotErrorReranker(stated_relations=True)`). Dev has no
     # such relation; chosen on a blind reading of test outputs it changes (README, lever 24).

@@ -93,6 +93,15 @@ How the aligner works (`SlotAligner`):
    `Penarol manager Jorge_da_Silva`). No mined cue is needed, so it holds for unseen predicates,
    where the cues of 3 are only the predicate's words and too weak to call a binding wrong.
 
+8. Relations of opposed meaning (`opposed`, off unless set; part of 4's check, so only with
+   `min_foreign`): "Marie Curie was born on 4 July 1934" for `deathDate`. The date's own cue, "on", is
+   birth date's as much, so 4's own-share test lets the mention pass (own 3.8 against birth date's 9.3).
+   For the relation whose key differs from the triple's by one word of `_OPPOSED_WORDS` ("birth date"
+   for "death date"), the own-share test reads the own score without the features that relation weighs
+   as much (`_distinct`): the words both share are no evidence for either. The margin and `min_foreign`
+   tests read whole scores. Relations of like meaning ("country", "district") share words too, so the
+   reading is kept to opposed pairs; with it in the input, 3 decides (a rival there competes whole).
+
 Everything is pure Python with dictionaries; judging a delexicalised beam candidate takes tens of
 microseconds, so `judge_delexicalised` can rerank beams.
 """
@@ -111,6 +120,10 @@ from onestep_gan.rdf2text.preprocessing import value_shape  # judged here, defin
 LABELS = ("correct", "missing", "wrong")
 SUBJECT_MARK, ENTITY_MARK, BOUNDARY_MARK = "<S>", "<E>", "<B>"
 _SENTENCE_END = frozenset({".", "!", "?", ";"})
+# Words whose swap names the opposed relation (`SlotAligner(opposed=True)`): "birth date" / "death date".
+# Not "followed" / "preceded", nor "successor" / "predecessor": English "X followed Y" states `X precededBy Y`
+# with the words of `followedBy`.
+_OPPOSED_WORDS = (("birth", "death"), ("start", "end"))
 
 
 _MONTH_WORDS = frozenset(
@@ -375,6 +388,9 @@ class SlotAligner:
         of_phrases: the swap test reads "the P of ENT_1 is ENT_2" (P the predicate's own words) as
             the right way round, as `inversions` does, without looking for inversions (module
             docstring, 5). Off in an aligner saved before it.
+        opposed: with `min_foreign`, also call "wrong" a value stated in the words of the relation of
+            opposed meaning ("born on" for a death date) though the words both share match its own
+            (module docstring, 8). Off in an aligner saved before it.
         subjects: also call "wrong" a relation stated, in its own words, of an input entity that
             is not its subject ("the capital of ENT_3" for `ENT_1 capital ENT_2`; module docstring, 6).
         attachments: also call "wrong" a value attached to another input relation's own words
@@ -392,7 +408,8 @@ class SlotAligner:
     def __init__(self, cues, gazetteer=(), margin=3.0, min_rival=4.0, max_own_share=0.35,
                  max_similarity=0.5, swap_score=6.0, predicate_word_weight=2.0, window=5, near=2,
                  min_foreign=None, inversions=False, subjects=False, attachments=False, shapes=None,
-                 value_shapes=False, min_shape_share=0.02, foreign_known_only=False, of_phrases=False):
+                 value_shapes=False, min_shape_share=0.02, foreign_known_only=False, of_phrases=False,
+                 opposed=False):
         self.cues = {key: dict(weights) for key, weights in cues.items()}
         self.gazetteer = tuple(sorted(set(gazetteer)))
         self.margin = float(margin)
@@ -412,6 +429,7 @@ class SlotAligner:
         self.min_shape_share = float(min_shape_share)
         self.foreign_known_only = bool(foreign_known_only)
         self.of_phrases = bool(of_phrases)
+        self.opposed = bool(opposed)
         for name in ("margin", "min_rival", "max_own_share", "max_similarity", "swap_score",
                      "predicate_word_weight", "min_shape_share", "min_foreign"):
             value = getattr(self, name)
@@ -668,6 +686,14 @@ class SlotAligner:
                 outside, outside_predicate = self._best_foreign(features, predicate, view.predicate_keys)
                 if self._bound_elsewhere(own, outside, self.min_foreign):
                     elsewhere, foreign, rival, rival_predicate = True, True, outside, outside_predicate
+                elif self.opposed:  # the relation of opposed meaning, judged on the words that tell them apart
+                    for key in self._opposed_keys(predicate, view.predicate_keys):
+                        weights = self._weights(key)
+                        outside = _score(weights, features)
+                        if self._bound_elsewhere(own, outside, self.min_foreign,
+                                                 _distinct(own_weights, features, weights)):
+                            elsewhere, foreign, rival, rival_predicate = True, True, outside, key
+                            break
             # The mention most in favour of the triple decides.
             candidate = (not elsewhere, own - rival, own, rival, rival_predicate, foreign)
             if best is None or candidate[:2] > best[:2]:
@@ -695,8 +721,21 @@ class SlotAligner:
         return TripleJudgement(
             triple, "correct", own, rival, rival_predicate, no_evidence=(own <= 0 and rival <= 0))
 
-    def _bound_elsewhere(self, own, rival, least):
-        return rival >= own + self.margin and rival >= least and own <= self.max_own_share * rival
+    def _bound_elsewhere(self, own, rival, least, distinct=None):
+        """The margin, least-score and own-share tests; the own-share test on `distinct` when given (the
+        own score without the words the rival shares, `_distinct`: a relation of opposed meaning)."""
+        share = own if distinct is None else distinct
+        return rival >= own + self.margin and rival >= least and share <= self.max_own_share * rival
+
+    def _opposed_keys(self, predicate, input_keys):
+        """Mined predicate keys that name the relation opposed to `predicate`'s (one word of `_OPPOSED_WORDS`
+        swapped: "birth date" for "death date") and are not in the input."""
+        words = predicate_key(predicate).split()
+        for first, second in _OPPOSED_WORDS + tuple((b, a) for a, b in _OPPOSED_WORDS):
+            if first in words:
+                key = " ".join(second if word == first else word for word in words)
+                if key in self.cues and key not in input_keys:
+                    yield key
 
     def _best_foreign(self, features, predicate, input_keys):
         """The best-matching mined predicate outside the input and unlike `predicate`:
@@ -789,6 +828,7 @@ class SlotAligner:
             "min_shape_share": self.min_shape_share,
             "foreign_known_only": self.foreign_known_only,
             "of_phrases": self.of_phrases,
+            "opposed": self.opposed,
         }
 
     @classmethod
@@ -993,6 +1033,14 @@ def _stated_subjects(tokens, lemmas, words, entities):
         if whose and tokens[before - 2] in entities:
             found.add(tokens[before - 2])
     return frozenset(found)
+
+
+def _distinct(own_weights, features, rival_weights):
+    """The own cue score of `features`, each feature counted by how much more it weighs for the own
+    predicate than for the rival: words both relations share ("on" before a date, a month name) are
+    no evidence for the own relation against the rival (module docstring, 8)."""
+    return math.fsum(max(0.0, own_weights.get(feature, 0.0) - rival_weights.get(feature, 0.0))
+                     for feature in set(features))
 
 
 def _score(weights, features):

@@ -481,7 +481,7 @@ def _average_checkpoints(model, run_dir, best_epoch, k):
 _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
     "rerank_stated_relations", "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
-    "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases", "constrain_placeholders",
+    "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases", "rerank_opposed", "constrain_placeholders",
     "rerank_discriminator_weight", "rerank_mbr",
     "decode_batch_size", "num_logged_samples",
     "jit_compile",  # what it changes in training, the batches' widths, is named on its own

@@ -72,6 +72,8 @@ class SlotErrorReranker:
             (`SlotAligner(inversions=True)`: "ENT_1 is the birth place of ENT_2" for `ENT_1 birthPlace ENT_2`).
         of_phrases: read a right-way "the P of ENT_1 is ENT_2" as right, not as a swap
             (`SlotAligner(of_phrases=True)`).
+        opposed: with `min_foreign`, count a value stated in the words of the relation of opposed meaning
+            as a slot error ("born on" for a death date; `SlotAligner(opposed=True)`).
 
     Example:
     >>> reranker = SlotErrorReranker(SlotAligner.from_entries(train_entries))
@@ -80,7 +82,7 @@ class SlotErrorReranker:
 
     def __init__(self, aligner, min_foreign=None, stated_relations=False, unstated_as_errors=False, subjects="off",
                  attachments=False, value_shapes=False, foreign_known_only=False, inversions=False,
-                 of_phrases=False):
+                 of_phrases=False, opposed=False):
         if unstated_as_errors and not stated_relations:
             raise ValueError(
                 "`unstated_as_errors` counts unstated relations, which needs `stated_relations=True`. "
@@ -92,7 +94,8 @@ class SlotErrorReranker:
         settings = {"min_foreign": min_foreign} if min_foreign is not None else {}
         settings.update((name, True) for name, on in (
             ("subjects", subjects != "off"), ("attachments", attachments), ("value_shapes", value_shapes),
-            ("foreign_known_only", foreign_known_only), ("inversions", inversions), ("of_phrases", of_phrases))
+            ("foreign_known_only", foreign_known_only), ("inversions", inversions), ("of_phrases", of_phrases),
+            ("opposed", opposed))
             if on)
         if settings:  # one copy of the aligner, whatever the number of settings
             aligner = aligner.with_settings(**settings)
@@ -106,12 +109,12 @@ class SlotErrorReranker:
     def from_config(cls, aligner, config):
         """The reranker an `MLEConfig` asks for (`rerank_min_foreign`, `rerank_stated_relations`,
         `rerank_unstated_as_errors`, `rerank_subjects`, `rerank_attachments`, `rerank_value_shapes`,
-        `rerank_foreign_known_only`, `rerank_inversions`, `rerank_of_phrases`)."""
+        `rerank_foreign_known_only`, `rerank_inversions`, `rerank_of_phrases`, `rerank_opposed`)."""
         return cls(aligner, min_foreign=config.rerank_min_foreign, stated_relations=config.rerank_stated_relations,
                    unstated_as_errors=config.rerank_unstated_as_errors, subjects=config.rerank_subjects,
                    attachments=config.rerank_attachments, value_shapes=config.rerank_value_shapes,
                    foreign_known_only=config.rerank_foreign_known_only, inversions=config.rerank_inversions,
-                   of_phrases=config.rerank_of_phrases)
+                   of_phrases=config.rerank_of_phrases, opposed=config.rerank_opposed)
 
     def errors(self, triples, tokens, entity_map):
         """The error count of one candidate (delexicalised `tokens`, the input's `entity_map`)."""

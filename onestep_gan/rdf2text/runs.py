@@ -243,13 +243,13 @@ def load_aligner(run_dir):
 
 def load_checker(run_dir, config):
     """The slot check of `generate --format jsonl` and `--unfaithful`: the run's aligner with its
-    stricter checks on (the reranker's `min_foreign`, `inversions`, `subjects`, `attachments`); None
-    for a run saved without an aligner."""
+    stricter checks on (the reranker's `min_foreign`, `inversions`, `subjects`, `attachments`, `opposed`);
+    None for a run saved without an aligner."""
     aligner = load_aligner(run_dir)
     if aligner is None:
         return None
     min_foreign = config.rerank_min_foreign if config.rerank_min_foreign is not None else aligner.min_foreign
-    return aligner.with_settings(min_foreign=min_foreign, inversions=True, subjects=True, attachments=True)
+    return aligner.with_settings(min_foreign=min_foreign, inversions=True, subjects=True, attachments=True, opposed=True)
 
 
 def write_comparison(run_dir, summary):
