@@ -128,7 +128,7 @@ def test_generate_unfaithful_template_prints_the_template_where_the_check_flags_
     assert len(texts) == len(records) == 4 and texts[1] == "" and records[1] is None
     config = runs.load_run(trained_run)[2]
     checker = runs.load_checker(trained_run, config)
-    assert (checker.inversions, checker.subjects, checker.attachments) == (True, True, True)
+    assert (checker.inversions, checker.subjects, checker.attachments, checker.opposed) == (True, True, True, True)
     fell_back = 0
     for line, text, record, before in zip(lines, texts, records, kept):
         if not line:
