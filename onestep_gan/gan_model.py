@@ -45,8 +45,9 @@ def _refuse_mismatched_batches(conditions_batch, real_batch):
 
 
 def _refuse_sample_weight(bound_arguments):
-    """Refuses `fit`/`evaluate(sample_weight=...)`: Keras drops a sample_weight given with x alone
-    (no y) before the step sees it, so an unconditional GAN would train as if none were given."""
+    """Refuses `sample_weight` (`fit`, `evaluate`, `train_on_batch`, `test_on_batch`): Keras drops a
+    sample_weight given with x alone (no y) before the step sees it, so an unconditional GAN would
+    train as if none were given."""
     weights = bound_arguments.get("sample_weight")
     if weights is not None:
         shape = getattr(weights, "shape", None)
@@ -433,8 +434,9 @@ class GANModel(keras.Model):
                 )
         super().compile(optimizer=optimizer, **kwargs)
 
-    def fit(self, *args, **kwargs):
-        bound = inspect.signature(keras.Model.fit).bind(self, *args, **kwargs).arguments
+    def _refuse_weights(self, method, args, kwargs):
+        """`method`'s arguments, bound, after refusing `class_weight` and `sample_weight`."""
+        bound = inspect.signature(method).bind(self, *args, **kwargs).arguments
         if bound.get("class_weight") is not None:
             raise ValueError(
                 f"{type(self).__name__} does not take class_weight: a GAN's batches are not "
@@ -443,16 +445,28 @@ class GANModel(keras.Model):
                 f"Received: class_weight={bound['class_weight']!r}"
             )
         _refuse_sample_weight(bound)
+        return bound
+
+    def fit(self, *args, **kwargs):
+        bound = self._refuse_weights(keras.Model.fit, args, kwargs)
         self._check_pairs(bound)
         self._check_dataset_batch_sizes(bound.get("x"))
         return self._restoring_values_on_error(super().fit, *args, **kwargs)
 
     def evaluate(self, *args, **kwargs):
-        bound = inspect.signature(keras.Model.evaluate).bind(self, *args, **kwargs).arguments
-        _refuse_sample_weight(bound)
+        bound = self._refuse_weights(keras.Model.evaluate, args, kwargs)
         self._check_pairs(bound)
         self._check_dataset_batch_sizes(bound.get("x"))
         return self._restoring_values_on_error(super().evaluate, *args, **kwargs)
+
+    def train_on_batch(self, *args, **kwargs):
+        # Keras turns class weights into sample weights from `y` (an IndexError without one).
+        self._refuse_weights(keras.Model.train_on_batch, args, kwargs)
+        return super().train_on_batch(*args, **kwargs)
+
+    def test_on_batch(self, *args, **kwargs):
+        self._refuse_weights(keras.Model.test_on_batch, args, kwargs)
+        return super().test_on_batch(*args, **kwargs)
 
     def predict(self, *args, **kwargs):
         return self._restoring_values_on_error(super().predict, *args, **kwargs)

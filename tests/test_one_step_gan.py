@@ -766,12 +766,19 @@ def test_class_weight_sample_weight_and_compiled_metrics_are_refused(trainer, co
     gan.compile()
     with pytest.raises(ValueError, match=r"does not take class_weight.*Received: class_weight=\{0: 1.0\}"):
         gan.fit(*data, batch_size=BATCH, verbose=0, class_weight={0: 1.0})
+    # The same from train_on_batch (Keras failed with an IndexError on y=None, or turned the class
+    # weights of a conditional GAN into sample weights the user never gave).
+    with pytest.raises(ValueError, match=r"does not take class_weight.*Received: class_weight=\{0: 1.0\}"):
+        gan.train_on_batch(*data, class_weight={0: 1.0})
     # Keras drops a sample_weight given beside x alone (no y) before the train step sees it: an
     # unconditional GAN trained and scored as if none had been given.
     weights = np.zeros(len(real), "float32")
     for method in (gan.fit, gan.evaluate):
         with pytest.raises(ValueError, match=r"does not use sample weights.*Received: sample_weight of shape \(8,\)"):
             method(*data, batch_size=BATCH, verbose=0, sample_weight=weights)
+    for method in (gan.train_on_batch, gan.test_on_batch):
+        with pytest.raises(ValueError, match=r"does not use sample weights.*Received: sample_weight of shape \(8,\)"):
+            method(*data, sample_weight=weights)
 
 
 def test_conditions_and_real_samples_must_have_one_batch_size():
