@@ -89,11 +89,14 @@ def test_entry_size_must_match_its_triples(tmp_path):
 def test_triple_separators_are_exact_and_blank_lines_keep_alignment():
     assert cli.parse_triple_sets(["A;B | p | C|D ; E | q | F", "", "G | r | H"]) == [
         [Triple("A;B", "p", "C|D"), Triple("E", "q", "F")], None, [Triple("G", "r", "H")]]
+    # Every dangling " ;" is dropped (the second one was kept in the object, "C ;").
+    assert cli.parse_triple_sets(["A | b | C ;", "A | b | C ; ;", "A | b | C ; ; "]) == [[Triple("A", "b", "C")]] * 3
 
 
 def test_a_triple_with_nothing_to_state_is_refused_naming_its_line():
     for line, part in (("_ | birthPlace | Texas", "subject"), ('Alan_Bean | name | ""', "object"),
-                       ("A | !! | 1963", "predicate")):
+                       ("A | !! | 1963", "predicate"), ("!! | birthPlace | Texas", "subject"),
+                       ("-- | birthPlace | Texas", "subject")):
         with pytest.raises(ValueError, match=rf"Line 2: expected letters or digits in the {part}\. Received: "):
             cli.parse_triple_sets(["A | b | C", line])
     with pytest.raises(ValueError, match=r"^triples\.txt, line 2: expected triples 'subject \| predicate \| object'"):
@@ -129,6 +132,44 @@ def test_generate_user_errors(trained_run, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b\n")))
     assert cli.main(["generate", "--run-dir", str(trained_run)]) == 2
     one_line_error(capsys, "stdin, line 1: expected triples", "Received: 'A | b'")
+    # An empty --input (an unset shell variable) is no file, and not stdin, which would wait for input.
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(trained_run), "--input", ""]) == 2
+    one_line_error(capsys, "--input: expected a file of triple sets", "Received: ''")
+    # A negative score is refused by the flag, before the model loads.
+    for argv in (["generate", "--run-dir", str(trained_run), "--rerank-min-foreign", "-1"],
+                 ["evaluate", "--hypotheses", str(bad), "--split", "test", "--min-foreign", "-1"]):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(argv)
+        assert exit_info.value.code == 2 and "expected a finite number >= 0 or 'none'. Received: '-1'" in capsys.readouterr().err
+
+
+def test_a_closed_output_pipe_ends_generate_quietly(trained_run, monkeypatch, capsys):
+    """`generate ... | head -1`: the reader closed the pipe; not a user error ("[Errno 32] Broken pipe", status 2)."""
+    def closed_pipe(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "_generate", closed_pipe)
+    assert cli.main(["generate", "--run-dir", str(trained_run)]) == 141
+    assert capsys.readouterr().err == ""
+
+
+def test_a_decode_that_fails_on_dev_writes_no_aligner(trained_run, tmp_path, capsys):
+    """A run without aligner.json mines one from train; dev and test are read first, so a decode that
+    stops on them leaves the folder as it was."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    (run / "aligner.json").unlink(missing_ok=True)
+    data = tmp_path / "data"
+    shutil.copytree(FIXTURE_2017, data)
+    shutil.rmtree(data / "dev")
+    (data / "dev").mkdir()
+    before = sorted(path.name for path in run.iterdir())
+    assert cli.main(["decode", "--run-dir", str(run), "--data-dir", str(data)]) == 2
+    one_line_error(capsys, "No WebNLG XML files found", "dev")
+    assert sorted(path.name for path in run.iterdir()) == before
 
 
 # Item 9: damaged run files.
@@ -139,6 +180,28 @@ def test_damaged_run_files_are_named(trained_run, tmp_path, monkeypatch, capsys)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
     assert cli.main(["generate", "--run-dir", str(run)]) == 2
     one_line_error(capsys, "model.keras", "damaged")
+    # A zip that is no Keras archive (a traceback: KeyError), and an archive whose weights are damaged
+    # (h5py's OSError, printed without the file's name).
+    import zipfile
+
+    with zipfile.ZipFile(run / "model.keras", "w") as archive:
+        archive.writestr("hello.txt", "hello")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(run)]) == 2
+    one_line_error(capsys, "model.keras", "damaged or not a .keras archive")
+    with zipfile.ZipFile(trained_run / "model.keras") as original, zipfile.ZipFile(run / "model.keras", "w") as archive:
+        for name in original.namelist():
+            archive.writestr(name, b"not HDF5" if name.endswith(".h5") else original.read(name))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(run)]) == 2
+    one_line_error(capsys, "model.keras", "damaged or not a .keras archive")
+    # A config.json whose source length the model was not built with: TensorFlow's traceback at decoding.
+    run = copy_run(trained_run, tmp_path / "lengths")
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "max_source_length": config["max_source_length"] + 100}))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n")))
+    assert cli.main(["generate", "--run-dir", str(run)]) == 2
+    one_line_error(capsys, "config.json", "max_source_length", "model.keras was built with")
 
     run = copy_run(trained_run, tmp_path / "v")
     vocabulary = json.loads((run / "vocabulary.json").read_text())
@@ -294,6 +357,17 @@ def test_adversarial_with_bad_inputs_writes_nothing(trained_run, tmp_path, capsy
     base = ["adversarial", "--quick", "--data-dir", str(FIXTURE_2017), "--run-dir", str(run_dir)]
     assert cli.main([*base, "--mle-run-dir", str(tmp_path / "nope")]) == 2
     one_line_error(capsys, "nope", "not found")
+    assert not run_dir.exists()
+    # A folder without a run, or the stage's own folder: not "rerun train on it" (which would write an MLE run there).
+    (tmp_path / "empty").mkdir()
+    assert cli.main([*base, "--mle-run-dir", str(tmp_path / "empty")]) == 2
+    one_line_error(capsys, "empty", "Received: a folder that holds no run (no config.json)")
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    (stage / "config.json").write_text("{}")
+    (stage / "generator.keras").write_bytes(b"")
+    assert cli.main([*base, "--mle-run-dir", str(stage)]) == 2
+    one_line_error(capsys, "stage", "Received: an adversarial stage's run folder; pass the MLE run")
     assert not run_dir.exists()
     # An MLE run killed before its end (a training backup left, no summary): the stage wrote a whole run on its
     # unaveraged weights, with "n/a" for the MLE job's scores.

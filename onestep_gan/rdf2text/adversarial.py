@@ -425,10 +425,17 @@ def train_adversarial(config, mle_run_dir, run_dir, data_dir=None, enriched_dir=
             "config.json, vocabulary and reports). Received: the same folder, or one inside the other."
         )
     # Before its model loads; a missing folder is named by `load_run`.
-    if pathlib.Path(mle_run_dir).is_dir() and not runs.finished_run(mle_run_dir, runs.SUMMARY_FILE):
+    folder = pathlib.Path(mle_run_dir)
+    if folder.is_dir() and not runs.finished_run(folder, runs.SUMMARY_FILE):
+        if (folder / runs.GENERATOR_FILE).is_file() or (folder / runs.ADVERSARIAL_CONFIG_FILE).is_file():
+            received = "an adversarial stage's run folder; pass the MLE run it was trained from"
+        elif not (folder / runs.CONFIG_FILE).is_file():
+            received = f"a folder that holds no run (no {runs.CONFIG_FILE})"
+        else:
+            received = "an unfinished one; rerun `onestep-gan train` on it to finish it"
         raise ValueError(
             f"--mle-run-dir {mle_run_dir}: expected a finished MLE run (its {runs.SUMMARY_FILE} written and no "
-            f"{runs.BACKUP_DIR}/ left). Received: an unfinished one; rerun `onestep-gan train` on it to finish it."
+            f"{runs.BACKUP_DIR}/ left). Received: {received}."
         )
     keras.utils.set_random_seed(config.seed)
     transformer, preprocessor, mle_config = runs.load_run(mle_run_dir)

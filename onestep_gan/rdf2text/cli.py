@@ -83,7 +83,8 @@ def parse_triple_sets(lines, source=None):
 
     The separators are exactly ` ; ` and ` | ` (spaces included), so an entity may contain `;`
     or `|`. A blank line gives None (its output is a blank line, which keeps outputs aligned
-    with the input lines). A ` ;` dangling at the end of a line separates nothing and is dropped.
+    with the input lines). A ` ;` dangling at the end of a line separates nothing and is dropped
+    (each of them).
     """
     from onestep_gan.rdf2text import preprocessing
     from onestep_gan.rdf2text.webnlg import Triple
@@ -92,8 +93,8 @@ def parse_triple_sets(lines, source=None):
     where = f"{source}, line" if source else "Line"
     for line_number, line in enumerate(lines, start=1):
         line = line.strip()
-        if line.endswith(TRIPLE_SET_SEPARATOR.rstrip()):
-            line = line[: -len(TRIPLE_SET_SEPARATOR.rstrip())]
+        while line.endswith(TRIPLE_SET_SEPARATOR.rstrip()):  # "A | b | C ; ;" too
+            line = line[: -len(TRIPLE_SET_SEPARATOR.rstrip())].rstrip()
         if not line:
             triple_sets.append(None)
             continue
@@ -111,7 +112,7 @@ def parse_triple_sets(lines, source=None):
                 "predicate": preprocessing.split_predicate(predicate),
                 "object": preprocessing.normalise_entity(object_),
             }
-            empty = [name for name, words in written.items() if not words.strip()]
+            empty = [name for name, words in written.items() if not any(character.isalnum() for character in words)]
             if empty:  # "_", '""', "!!": nothing a text could state
                 raise ValueError(
                     f"{where} {line_number}: expected letters or digits in the {' and '.join(empty)}. "
@@ -155,6 +156,14 @@ def _positive_int(text):
         raise argparse.ArgumentTypeError(f"expected a positive integer. Received: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer. Received: {value}")
+    return value
+
+
+def _optional_non_negative_float(text):
+    """`optional_float`, refusing a negative score (the aligner would refuse it after the minutes of loading)."""
+    value = optional_float(text)
+    if value is not None and value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 or 'none'. Received: {text!r}")
     return value
 
 
@@ -240,7 +249,9 @@ def _generate(args):
     if needs_checker and not (pathlib.Path(args.run_dir) / runs.ALIGNER_FILE).is_file():
         raise ValueError(f"{args.run_dir}: --format jsonl and --unfaithful need the run's aligner.json (decode "
                          "the run again with this release to write it).")
-    if args.input:
+    if args.input == "":  # an unset shell variable: not stdin, which would wait for input
+        raise ValueError("--input: expected a file of triple sets (or no --input, to read stdin). Received: ''")
+    if args.input is not None:
         lines = _read_text_lines(args.input, "Input file")
     else:
         lines = _decode_lines(sys.stdin.buffer.read(), "stdin")
@@ -336,7 +347,7 @@ def _add_decoding_overrides(parser):
     parser.add_argument("--length-penalty", type=_non_negative_float, help="default: the run's")
     parser.add_argument("--rerank", action=argparse.BooleanOptionalAction, default=None, help="default: the run's")
     parser.add_argument(
-        "--rerank-min-foreign", type=optional_float, default=argparse.SUPPRESS, metavar="SCORE",
+        "--rerank-min-foreign", type=_optional_non_negative_float, default=argparse.SUPPRESS, metavar="SCORE",
         help="the reranker also counts values stated under a relation outside the input (none: not); default: the run's",
     )
     parser.add_argument(
@@ -471,7 +482,7 @@ def build_parser():
         "with the aligner of the train entries it sampled"
     )
     evaluate.add_argument(
-        "--min-foreign", type=optional_float, default=None, metavar="SCORE",
+        "--min-foreign", type=_optional_non_negative_float, default=None, metavar="SCORE",
         help="slot errors also count values stated under a relation outside the input (SlotAligner min_foreign)",
     )
     evaluate.add_argument(
@@ -575,6 +586,12 @@ def main(argv=None):
     _import_tensorflow_quietly()
     try:
         return args.handler(args)
+    except BrokenPipeError:  # `generate ... | head -1`: the reader closed the pipe, no user error
+        try:  # and no second error when Python flushes stdout at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # stdout replaced by an object without a file
+            pass
+        return 141  # 128 + SIGPIPE (13): as a process the closed pipe killed
     except ValueError as error:  # every user error is raised as a ValueError naming what is wrong
         return _user_error(error)
     except OSError as error:  # the machine's: a full disk, a read-only folder (it names the file)

@@ -560,12 +560,15 @@ def decode_run(run_dir, data_dir=None, **decoding):
     discriminator = runs.load_discriminator(run_dir) if config.rerank_discriminator_weight > 0 else None
     if not adversarial and (config.average_checkpoints > 1 or (run_dir / averaging.EPOCH_WEIGHTS_DIR).is_dir()):
         _average_checkpoints(model, run_dir, averaging.run_best_epoch(run_dir), config.average_checkpoints)
+    # Dev and test read (and checked) first: a decode that fails on them writes nothing, a mined aligner included.
+    splits = {name: runs.load_split(name, data_dir, config.max_eval_entries, config.seed,
+                                    holdout_categories=config.holdout_categories) for name in ("dev", "test")}
     aligner = runs.load_aligner(run_dir)
-    if aligner is None or (config.rerank_value_shapes and not aligner.shapes):  # none, or saved before shapes
+    mined = aligner is None or (config.rerank_value_shapes and not aligner.shapes)  # none, or saved before shapes
+    if mined:  # written with the reports, below
         aligner = SlotAligner.from_entries(runs.load_split(
             "train", data_dir, config.max_train_entries, config.seed, holdout_categories=config.holdout_categories
         ))
-        checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
     # The run's own reports that are rewritten below: read (and checked) before the minutes of decoding.
     summary_path, timing_path = run_dir / runs.ADVERSARIAL_SUMMARY_FILE, run_dir / runs.TIMING_FILE
     if adversarial and summary_path.is_file():  # none if the stage stopped early
@@ -576,15 +579,14 @@ def decode_run(run_dir, data_dir=None, **decoding):
     # Both splits are decoded and scored before any report is written: a decode stopped half way
     # leaves the folder's reports and config.json as they were, not dev's new beside test's old.
     outputs, results, decode_seconds = {}, {}, {}
-    for name in ("dev", "test"):
-        entries = runs.load_split(
-            name, data_dir, config.max_eval_entries, config.seed, holdout_categories=config.holdout_categories
-        )
+    for name, entries in splits.items():
         t0 = time.perf_counter()
         hypotheses = decode(preprocessor.encode_entries(entries, for_training=False))
         decode_seconds[name] = time.perf_counter() - t0
         outputs[name] = hypotheses, entries
         results[name] = evaluation.evaluate_outputs(hypotheses, entries, aligner)
+    if mined:
+        checkpoints.atomic_save(run_dir / runs.ALIGNER_FILE, aligner.save)
     for name, (hypotheses, entries) in outputs.items():
         evaluation.write_report(run_dir, hypotheses, entries, scores=results[name],
                                 name=f"adversarial_{name}" if adversarial else name)

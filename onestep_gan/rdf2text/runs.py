@@ -138,8 +138,11 @@ def load_model_file(path):
         )
     try:
         return keras.saving.load_model(path, compile=False)
-    except zipfile.BadZipFile as error:
-        raise ValueError(f"Model file {path} is damaged ({error}); rerun the job that writes it.") from None
+    except (zipfile.BadZipFile, KeyError, OSError) as error:  # KeyError: a zip without config.json; OSError: h5py
+        raise ValueError(
+            f"Model file {path} is damaged or not a .keras archive ({type(error).__name__}: {error}); "
+            "rerun the job that writes it."
+        ) from None
     except ValueError as error:
         if "discriminator" in path.name and "could not be loaded" in str(error).lower():
             raise ValueError(
@@ -215,6 +218,12 @@ def load_run(run_dir):
             f"{run_dir / model_file} was trained with {model.vocabulary_size}: the two files come from "
             "different runs."
         )
+    for name in ("max_source_length", "max_target_length"):  # the model has no position past its own
+        if getattr(model, name) != getattr(config, name):
+            raise ValueError(
+                f"{run_dir / CONFIG_FILE}: expected the {name} {run_dir / model_file} was built with, "
+                f"{getattr(model, name)}. Received: {name}={getattr(config, name)}"
+            )
     return model, preprocessor, config
 
 
