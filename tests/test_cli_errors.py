@@ -103,11 +103,14 @@ def test_a_triple_with_nothing_to_state_is_refused_naming_its_line():
         cli.parse_triple_sets(["A | b | C", "A | b"], source="triples.txt")
 
 
-def test_generate_blank_line_gives_blank_output(trained_run, monkeypatch, capsys):
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n\nD | e | F\n")))
-    assert cli.main(["generate", "--run-dir", str(trained_run)]) == 0
+def test_generate_blank_line_gives_blank_output(trained_run, monkeypatch, capsys, caplog):
+    # Line 3 holds more entities than the fixture's train entries (3): the warning names its line.
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"A | b | C\n\nD | e | F ; D | g | H ; I | j | K\n")))
+    with caplog.at_level("WARNING", logger="onestep_gan.rdf2text.preprocessor"):
+        assert cli.main(["generate", "--run-dir", str(trained_run)]) == 0
     lines = capsys.readouterr().out.split("\n")
     assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+    assert any("(first in stdin, line 3)" in record.getMessage() for record in caplog.records)
 
 
 def test_generate_user_errors(trained_run, tmp_path, monkeypatch, capsys):

@@ -86,7 +86,15 @@ def test_placeholders_the_model_never_saw_are_named_in_a_warning(caplog):
     with caplog.at_level("WARNING", logger="onestep_gan.rdf2text.preprocessor"):
         preprocessor.encode_triples([[("A", "b", "C"), ("A", "d", "E"), ("F", "g", "H")]])
     (record,) = caplog.records
-    assert "never saw in training: ENT_4, ENT_5" in record.getMessage()
+    assert "never saw in training: ENT_4, ENT_5 (first in input/0)" in record.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="onestep_gan.rdf2text.preprocessor"):  # `generate` names the input's line
+        preprocessor.encode_triples([[("A", "b", "C")], [("A", "b", "C"), ("A", "d", "E"), ("F", "g", "H")]],
+                                    names=["in.txt, line 1", "in.txt, line 3"])
+    (record,) = caplog.records
+    assert "never saw in training: ENT_4, ENT_5 (first in in.txt, line 3)" in record.getMessage()
+    with pytest.raises(ValueError, match=r"one name per set of triples \(1\)\. Received: 2"):
+        preprocessor.encode_triples([[("A", "b", "C")]], names=["a", "b"])
 
 
 def test_predicate_placeholders_get_ids_and_the_copy_ids_but_not_the_entity_ids():

@@ -267,13 +267,15 @@ def _generate(args):
             "--no-rerank decodes without it and without this warning.", args.run_dir, args.run_dir,
         )
     wanted = [triples for triples in triple_sets if triples is not None]
+    source = args.input if args.input is not None else "stdin"  # warnings name the input's line
+    names = [f"{source}, line {number}" for number, triples in enumerate(triple_sets, start=1) if triples is not None]
     discriminator = load_discriminator(args.run_dir) if config.rerank_discriminator_weight > 0 else None
     # as the run decoded dev and test
     decode = decoder_for(model, preprocessor, config, aligner, progress=False, discriminator=discriminator)
     checker = None
     if needs_checker:  # aligner.json checked above, before the model was loaded
         checker = load_checker(args.run_dir, config)
-    texts = iter(decode(preprocessor.encode_triples(wanted)) if wanted else ())
+    texts = iter(decode(preprocessor.encode_triples(wanted, names)) if wanted else ())
     for triples in triple_sets:
         if triples is None:
             print("null" if args.format == "jsonl" else "")

@@ -200,9 +200,12 @@ class TextPreprocessor:
             entries, for_training, self.predicate_placeholders, self.entity_roles, self.entity_words,
             self.canonical_order))
 
-    def encode_triples(self, triple_sets):
+    def encode_triples(self, triple_sets, names=None):
         """Sets of triples (`Triple`s or `(subject, predicate, object)` tuples, WebNLG spelling)
-        -> one `EncodedExample` per set, for decoding."""
+        -> one `EncodedExample` per set, for decoding. `names` (one per set; default "input/INDEX")
+        are the examples' ids, which warnings name ("triples.txt, line 8")."""
+        if names is not None and len(names) != len(triple_sets):
+            raise ValueError(f"Expected one name per set of triples ({len(triple_sets)}). Received: {len(names)}")
         entries = []
         for index, triples in enumerate(triple_sets):
             triples = tuple(triple if isinstance(triple, Triple) else Triple(*triple) for triple in triples)
@@ -210,7 +213,8 @@ class TextPreprocessor:
                 raise ValueError(
                     f"Expected at least one triple per set. Received: an empty set at index {index}."
                 )
-            entries.append(WebNLGEntry(f"input/{index}", "", len(triples), triples, ()))
+            name = f"input/{index}" if names is None else names[index]
+            entries.append(WebNLGEntry(name, "", len(triples), triples, ()))
         return self.encode_entries(entries, for_training=False)
 
     def decode(self, ids, entity_map, predicate_map=None):
@@ -252,7 +256,7 @@ class TextPreprocessor:
         if unknown:
             by_number = sorted(unknown, key=lambda token: (token.rstrip("0123456789"), int(token.rsplit("_", 1)[1])))
             logger.warning(
-                "Placeholders the model never saw in training: %s (first in input %s). It cannot write the "
+                "Placeholders the model never saw in training: %s (first in %s). It cannot write the "
                 "entities or relations they stand for: the text leaves them out.",
                 ", ".join(by_number), next(iter(unknown.values())),
             )
