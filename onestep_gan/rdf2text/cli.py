@@ -251,11 +251,12 @@ def _generate(args):
                          "the run again with this release to write it).")
     if args.input == "":  # an unset shell variable: not stdin, which would wait for input
         raise ValueError("--input: expected a file of triple sets (or no --input, to read stdin). Received: ''")
+    source = args.input if args.input is not None else "stdin"  # errors and warnings name its lines
     if args.input is not None:
         lines = _read_text_lines(args.input, "Input file")
     else:
         lines = _decode_lines(sys.stdin.buffer.read(), "stdin")
-    triple_sets = parse_triple_sets(lines, args.input or "stdin")
+    triple_sets = parse_triple_sets(lines, source)
     model, preprocessor, config = runs.load_run(args.run_dir)
     config = dataclasses.replace(config, **_decoding_overrides(args))
     reranking = config.rerank and config.decode_method == "beam"
@@ -267,7 +268,6 @@ def _generate(args):
             "--no-rerank decodes without it and without this warning.", args.run_dir, args.run_dir,
         )
     wanted = [triples for triples in triple_sets if triples is not None]
-    source = args.input if args.input is not None else "stdin"  # warnings name the input's line
     names = [f"{source}, line {number}" for number, triples in enumerate(triple_sets, start=1) if triples is not None]
     discriminator = load_discriminator(args.run_dir) if config.rerank_discriminator_weight > 0 else None
     # as the run decoded dev and test
