@@ -167,7 +167,8 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     assert cli.main(base) == 0  # the run's own: greedy, no reranker
     assert cli.main(base + ["--decode-method", "beam", "--beam-width", "3", "--length-penalty", "1.5",
                             "--rerank-min-foreign", "none", "--no-rerank-stated-relations",
-                            "--constrain-placeholders", "--no-rerank-attachments", "--no-rerank-foreign-known-only"]) == 0
+                            "--constrain-placeholders", "--no-rerank-attachments", "--no-rerank-foreign-known-only",
+                            "--no-repeat-ngram-size", "3"]) == 0
     # The run's reranking (`decode` tests --no-rerank), unstated relations counted as errors.
     assert cli.main(base + ["--decode-method", "beam", "--rerank-unstated-as-errors", "--rerank-subjects", "ties",
                             "--rerank-attachments", "--rerank-inversions", "--rerank-of-phrases", "--rerank-opposed"]) == 0
@@ -176,8 +177,9 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     (run, _), (beam, beam_decode), (_, run_decode) = zip(calls[::2], calls[1::2])
     run, beam = run[1], beam[1]
     beam_reranker, run_reranker = beam_decode[1]["reranker"], run_decode[1]["reranker"]
-    assert (run["method"], run["placeholder_constraints"]) == ("greedy", None)
+    assert (run["method"], run["placeholder_constraints"], run["no_repeat_ngram_size"]) == ("greedy", None, 0)
     assert (beam["method"], beam["beam_width"], beam["length_penalty"]) == ("beam", 3, 1.5)
+    assert beam["no_repeat_ngram_size"] == 3
     assert beam["placeholder_constraints"] is not None
     assert beam_reranker.aligner.min_foreign is None and beam_reranker.stated_relations is False
     assert run_reranker.aligner.min_foreign == 6.0 and run_reranker.stated_relations
@@ -191,9 +193,11 @@ def test_generate_takes_the_decoding_flags_decode_takes(trained_run, monkeypatch
     # Counting unstated relations without looking for them: one line, status 2.
     assert cli.main(base + ["--no-rerank-stated-relations", "--rerank-unstated-as-errors"]) == 2
     assert "needs rerank_stated_relations=True" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as exit_info:  # argparse: one line on stderr, status 2
-        cli.main(base + ["--beam-width", "0"])
-    assert exit_info.value.code == 2
+    for flag, value in (("--beam-width", "0"), ("--no-repeat-ngram-size", "-1"), ("--no-repeat-ngram-size", "2.5")):
+        with pytest.raises(SystemExit) as exit_info:  # argparse: one line on stderr, status 2
+            cli.main(base + [flag, value])
+        assert exit_info.value.code == 2
+        assert f"argument {flag}: expected" in capsys.readouterr().err
 
 
 def test_generate_reports_a_missing_run(tmp_path, monkeypatch):

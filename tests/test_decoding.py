@@ -281,3 +281,60 @@ def test_no_live_text_emits_pad():
     np.testing.assert_array_equal(greedy, [[A, C, EOS, PAD]])
     beam = beam_search(step_fn, _state([0], 2), batch_size=1, max_length=4, beam_width=2)
     np.testing.assert_array_equal(beam, [[A, C, EOS, PAD]])  # 0.27 against B EOS's 0.1
+
+
+# A B A B ... is by far the likeliest path; C ends a text at once. Greedy without blocking never ends.
+REPEATS = _table({BOS: {A: 1.0}, A: {B: 0.9, C: 0.1}, B: {A: 0.6, EOS: 0.4}, C: {EOS: 1.0}})
+
+
+def test_repeated_ngram_penalty_blocks_exactly_the_tokens_that_repeat_an_ngram():
+    sequences = ops.convert_to_tensor(np.array([[A, B, C, A, B, PAD, PAD], [D, D, D, PAD, PAD, PAD, PAD]], "int32"))
+
+    def blocked(step, ngram_size):
+        penalty = ops.convert_to_numpy(
+            decoding.repeated_ngram_penalty(sequences, ops.convert_to_tensor(step, "int32"), ngram_size, VOCABULARY_SIZE)
+        )
+        assert set(np.unique(penalty)) <= {0.0, decoding._NEGATIVE_INFINITY}
+        return [sorted(np.nonzero(row)[0].tolist()) for row in penalty]
+
+    assert blocked(5, 3) == [[C], []]  # "A B" ends row 0; "A B C" is written
+    assert blocked(3, 3) == [[], [D]]  # "D D" ends row 1; "D D D" is written
+    assert blocked(3, 2) == [[], [D]]  # row 0 ends in C, which no bigram starts with before it
+    assert blocked(2, 2) == [[], [D]]  # "D D" at positions 0-1 is whole before step 2
+    assert blocked(1, 2) == [[], []]  # ... and not before step 1
+    assert blocked(5, 4) == [[], []]  # "C A B" was not seen before
+    assert blocked(4, 4) == [[], []]
+    assert blocked(3, 1) == [[A, B, C], [D]]  # n = 1: no token twice
+    assert blocked(7, 8) == [[], []]  # no 8-gram fits in 7 tokens
+
+
+def test_greedy_never_repeats_an_ngram_when_asked():
+    step_fn, _ = markov_step_fn([REPEATS])
+    np.testing.assert_array_equal(greedy_search(step_fn, _state([0]), batch_size=1, max_length=6), [[A, B, A, B, A, B]])
+    # n = 2: "A B" may not come back, so A takes C; n = 3: "A B A" may not, so B ends the text.
+    np.testing.assert_array_equal(
+        greedy_search(step_fn, _state([0]), batch_size=1, max_length=6, no_repeat_ngram_size=2), [[A, B, A, C, EOS, PAD]]
+    )
+    np.testing.assert_array_equal(
+        greedy_search(step_fn, _state([0]), batch_size=1, max_length=6, no_repeat_ngram_size=3), [[A, B, A, B, EOS, PAD]]
+    )
+    with pytest.raises(ValueError, match="no_repeat_ngram_size=-1"):
+        greedy_search(step_fn, _state([0]), batch_size=1, max_length=6, no_repeat_ngram_size=-1)
+
+
+def test_beam_search_never_repeats_an_ngram_in_any_hypothesis():
+    step_fn, _ = markov_step_fn([REPEATS, REPEATS])
+    search = functools.partial(beam_search, step_fn, _state([0, 1], 2), batch_size=2, max_length=5, beam_width=2,
+                               length_penalty=0.0, return_all=True)
+    # Unblocked, the beam keeps A B EOS (0.9 x 0.4 = 0.36) and the unfinished A B A B A (0.29).
+    sequences, _ = search()
+    for example in ops.convert_to_numpy(sequences):
+        np.testing.assert_array_equal(example, [[A, B, EOS, PAD, PAD], [A, B, A, B, A]])
+    # n = 2: "A B" never twice, so A B A takes C (0.054); each hypothesis is checked against its own text.
+    sequences, scores = search(no_repeat_ngram_size=2)
+    for example in ops.convert_to_numpy(sequences):
+        np.testing.assert_array_equal(example, [[A, B, EOS, PAD, PAD], [A, B, A, C, EOS]])
+    np.testing.assert_allclose(ops.convert_to_numpy(scores)[0], np.log([0.36, 0.054]), rtol=1e-4)
+    sequences, _ = search(no_repeat_ngram_size=3)
+    for example in ops.convert_to_numpy(sequences):
+        np.testing.assert_array_equal(example, [[A, B, EOS, PAD, PAD], [A, B, A, B, EOS]])

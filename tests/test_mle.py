@@ -181,6 +181,9 @@ def test_config_round_trip_and_validation(tmp_path):
     with pytest.raises(ValueError, match="undoes the other orders. Received: triple_orders=2, canonical_triple_order=True"):
         MLEConfig(triple_orders=2, canonical_triple_order=True)
     assert MLEConfig.from_dict({"seed": 1}).canonical_triple_order is False
+    with pytest.raises(ValueError, match="`no_repeat_ngram_size` must be >= 0. Received: no_repeat_ngram_size=-1"):
+        MLEConfig(no_repeat_ngram_size=-1)
+    assert MLEConfig.from_dict({"seed": 1}).no_repeat_ngram_size == 0
     # A run's preprocessor encodes as its model was trained.
     from onestep_gan.rdf2text import runs
     from onestep_gan.rdf2text.vocabulary import Vocabulary

@@ -159,6 +159,16 @@ def _positive_int(text):
     return value
 
 
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0. Received: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0. Received: {value}")
+    return value
+
+
 def _optional_non_negative_float(text):
     """`optional_float`, refusing a negative score (the aligner would refuse it after the minutes of loading)."""
     value = optional_float(text)
@@ -403,6 +413,10 @@ def _add_decoding_overrides(parser):
         "default: the run's",
     )
     parser.add_argument(
+        "--no-repeat-ngram-size", type=_non_negative_int, metavar="N",
+        help="the search never writes an N-gram of the text twice (0: off); default: the run's",
+    )
+    parser.add_argument(
         "--rerank-discriminator-weight", type=_non_negative_float, metavar="WEIGHT",
         help="ties on slot errors go to the highest beam score + WEIGHT x the discriminator's score "
         "(adversarial runs; 0: to the most likely); default: the run's",
@@ -422,7 +436,7 @@ def _decoding_overrides(args):
             "decode_method", "beam_width", "length_penalty", "rerank", "rerank_stated_relations",
             "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
             "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases", "rerank_opposed", "constrain_placeholders",
-            "rerank_discriminator_weight", "rerank_mbr",
+            "rerank_discriminator_weight", "rerank_mbr", "no_repeat_ngram_size",
         )
         if getattr(args, name) is not None
     }

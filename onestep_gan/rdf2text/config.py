@@ -140,7 +140,7 @@ class MLEConfig(_Serialisable):
         "jit_compile": "auto", "entity_words": 0, "rerank_subjects": "off", "permute_placeholders": False,
         "rerank_attachments": False, "rerank_mbr": False, "rerank_value_shapes": False,
         "canonical_triple_order": False, "sentence_examples": False, "rerank_foreign_known_only": False,
-        "rerank_inversions": False, "rerank_of_phrases": False, "rerank_opposed": False,
+        "rerank_inversions": False, "rerank_of_phrases": False, "rerank_opposed": False, "no_repeat_ngram_size": 0,
     }
 
     seed: int = 1234
@@ -321,6 +321,9 @@ class MLEConfig(_Serialisable):
     # Hard constraints in the search (`decoding.PlaceholderConstraints`): every entity placeholder
     # of the input written before EOS, no placeholder written more often than the input holds it.
     constrain_placeholders: bool = False
+    # 0 (off) or n: the search never writes an n-gram of the text twice (`decoding.repeated_ngram_penalty`;
+    # Hugging Face's `no_repeat_ngram_size`). Off (README, lever 64).
+    no_repeat_ngram_size: int = 0
     # Ties on slot errors go to the highest beam score + this weight x how real the discriminator
     # finds the candidate (`inference.discriminator_preference`: its score times its loss's
     # `real_sign`); 0: to the most likely. Only a run with a discriminator (an adversarial run) can
@@ -347,6 +350,7 @@ class MLEConfig(_Serialisable):
         "predicate_word_dropout": _FRACTION, "batch_size": _POSITIVE, "epochs": _POSITIVE,
         "decode_batch_size": _POSITIVE, "beam_width": _POSITIVE, "model_dim": _POSITIVE,
         "average_checkpoints": _POSITIVE, "triple_orders": _POSITIVE, "entity_words": _NON_NEGATIVE,
+        "no_repeat_ngram_size": _NON_NEGATIVE,
     }
 
     def __post_init__(self):

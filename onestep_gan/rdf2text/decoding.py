@@ -19,6 +19,10 @@ delexicalised placeholders (none written more often than the source holds it, so
 the source lacks; EOS only once every required placeholder the source holds is written).
 Blocked tokens get `_NEGATIVE_INFINITY` added to their log-probability; the others keep theirs
 (no renormalisation), so scores stay the model's.
+
+Both also take `no_repeat_ngram_size` (Hugging Face `generate`'s setting of that name): with n > 0, a
+text never writes a token that would make an n-gram it already holds a second time
+(`repeated_ngram_penalty`; placeholders are tokens like any other). Blocked the same way.
 """
 
 import keras
@@ -94,6 +98,40 @@ class PlaceholderConstraints:
         return blocked * _NEGATIVE_INFINITY
 
 
+def repeated_ngram_penalty(sequences, step, ngram_size, vocabulary_size):
+    """`(rows, vocab)`: `_NEGATIVE_INFINITY` on each token that, written at position `step` of
+    `sequences (rows, length)` (its first `step` tokens written), would repeat an n-gram of
+    `ngram_size` tokens that the row already holds; 0 elsewhere. With n = 3 and a row "a b c a b",
+    "c" is blocked at step 5; with n = 1, every token written so far."""
+    ngram_size = int(ngram_size)
+    rows, length = ops.shape(sequences)[0], int(ops.shape(sequences)[1])
+    starts = length - ngram_size + 1  # n-grams that fit in a row
+    if starts < 1:
+        return ops.zeros((rows, vocabulary_size), dtype="float32")
+    # The n-gram starting at `start` is whole before `step` when start + n - 1 < step; it is repeated by
+    # the token at `step` when its first n - 1 tokens are the row's last n - 1.
+    matches = ops.broadcast_to(ops.arange(starts)[None, :] <= step - ngram_size, (rows, starts))
+    for offset in range(ngram_size - 1):
+        last = ops.take(sequences, ops.maximum(step - (ngram_size - 1) + offset, 0), axis=1)  # (rows,)
+        matches = ops.logical_and(matches, ops.equal(sequences[:, offset: offset + starts], last[:, None]))
+    completing = sequences[:, ngram_size - 1:]  # (rows, starts): the token that ends each n-gram
+    row_ids = ops.broadcast_to(ops.arange(rows, dtype="int32")[:, None], (rows, starts))
+    indices = ops.reshape(ops.stack([row_ids, ops.cast(completing, "int32")], axis=-1), (-1, 2))
+    blocked = ops.scatter_update(
+        ops.zeros((rows, vocabulary_size), dtype="float32"), indices,
+        ops.reshape(ops.cast(matches, "float32"), (-1,)), reduction="add",
+    )
+    return ops.cast(blocked > 0, "float32") * _NEGATIVE_INFINITY
+
+
+def _check_ngram_size(no_repeat_ngram_size):
+    if int(no_repeat_ngram_size) < 0:
+        raise ValueError(
+            f"`no_repeat_ngram_size` must be >= 0 (0: off). Received: no_repeat_ngram_size={no_repeat_ngram_size}"
+        )
+    return int(no_repeat_ngram_size)
+
+
 def write_column(sequences, step, tokens):
     """`sequences[..., step] = tokens` for `sequences (..., length)`, with a tensor `step`."""
     length = ops.shape(sequences)[-1]
@@ -106,12 +144,15 @@ def _without_pad(scores, pad_id):
     return ops.where(ops.arange(ops.shape(scores)[-1]) == pad_id, _NEGATIVE_INFINITY, scores)
 
 
-def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad_id, constraints=None):
+def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad_id, constraints=None,
+                  no_repeat_ngram_size=0):
     """Argmax decoding. Returns ids after BOS, `(batch_size, max_length)` int32.
 
     `constraints`: None, or a `PlaceholderConstraints` for the batch (`rows_per_source=1`).
+    `no_repeat_ngram_size`: 0 (off) or n: no n-gram written twice (`repeated_ngram_penalty`).
     """
     max_length = int(max_length)
+    no_repeat_ngram_size = _check_ngram_size(no_repeat_ngram_size)
     if max_length < 1:
         raise ValueError(f"`max_length` must be positive. Received: max_length={max_length}")
     sequences = ops.full((batch_size, max_length), pad_id, dtype="int32")
@@ -128,6 +169,8 @@ def greedy_search(step_fn, state, batch_size, max_length, *, bos_id, eos_id, pad
         logits = _without_pad(ops.cast(logits, "float32"), pad_id)
         if constraints is not None:
             logits = logits + constraints.penalty(counts, ops.shape(logits)[-1], eos_id)
+        if no_repeat_ngram_size:
+            logits = logits + repeated_ngram_penalty(sequences, step, no_repeat_ngram_size, ops.shape(logits)[-1])
         next_tokens = ops.cast(ops.argmax(logits, axis=-1), "int32")
         next_tokens = ops.where(finished, pad_id, next_tokens)
         sequences = write_column(sequences, step, next_tokens)
@@ -160,6 +203,7 @@ def beam_search(
     pad_id,
     return_all=False,
     constraints=None,
+    no_repeat_ngram_size=0,
 ):
     """Beam search. `state` has leading dim `batch_size * beam_width` (see `tile_beams`).
 
@@ -167,7 +211,8 @@ def beam_search(
     with `return_all`, every final hypothesis, best first: `(sequences (batch, beam,
     max_length), scores (batch, beam))` with the length-normalised log-probabilities (for
     reranking). `constraints`: None, or a `PlaceholderConstraints` for the batch
-    (`rows_per_source=beam_width`); each hypothesis keeps its own counts.
+    (`rows_per_source=beam_width`); each hypothesis keeps its own counts. `no_repeat_ngram_size`:
+    0 (off) or n: no hypothesis writes an n-gram twice (`repeated_ngram_penalty`).
     """
     max_length = int(max_length)
     beam_width = int(beam_width)
@@ -179,6 +224,7 @@ def beam_search(
         raise ValueError(
             f"`length_penalty` must be non-negative. Received: length_penalty={length_penalty}"
         )
+    no_repeat_ngram_size = _check_ngram_size(no_repeat_ngram_size)
     alpha = float(length_penalty)
     num_rows = batch_size * beam_width
     # All beams start identical, so only beam 0 may expand at the first step.
@@ -203,6 +249,10 @@ def beam_search(
         log_probs = _without_pad(ops.log_softmax(ops.cast(logits, "float32"), axis=-1), pad_id)
         if constraints is not None:
             log_probs = log_probs + constraints.penalty(counts, vocabulary_size, eos_id)
+        if no_repeat_ngram_size:
+            log_probs = log_probs + repeated_ngram_penalty(
+                ops.reshape(sequences, (num_rows, max_length)), step, no_repeat_ngram_size, vocabulary_size
+            )
         log_probs = ops.reshape(log_probs, (batch_size, beam_width, vocabulary_size))
         # A finished hypothesis has one continuation, PAD, which keeps its score.
         pad_only = ops.where(

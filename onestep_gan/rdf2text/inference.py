@@ -42,6 +42,7 @@ def generate(
     use_cache=True,
     return_candidates=False,
     placeholder_constraints=None,
+    no_repeat_ngram_size=0,
 ):
     """Decodes `source_ids (batch, source_len)` with a `TransformerGenerator`.
 
@@ -59,6 +60,8 @@ def generate(
             `decoding.PlaceholderConstraints`: no placeholder written more often than the
             source holds it, EOS only after every required one the source holds
             (`placeholder_constraints_for(preprocessor)` gives the WebNLG choice).
+        no_repeat_ngram_size: 0 (off) or n: no text writes an n-gram of its own twice
+            (`decoding.repeated_ngram_penalty`).
 
     Returns ids after BOS, `(batch, max_length)` int32, PAD after EOS.
     """
@@ -94,7 +97,8 @@ def generate(
             source_ids, placeholder_ids, required_ids, rows_per_source=beam_width if method == "beam" else 1
         )
     if method == "greedy":
-        return decoding.greedy_search(step_fn, state, batch_size, max_length, constraints=constraints, **special_ids)
+        return decoding.greedy_search(step_fn, state, batch_size, max_length, constraints=constraints,
+                                      no_repeat_ngram_size=no_repeat_ngram_size, **special_ids)
     return decoding.beam_search(
         step_fn,
         decoding.tile_beams(state, beam_width),
@@ -105,6 +109,7 @@ def generate(
         **special_ids,
         return_all=return_candidates,
         constraints=constraints,
+        no_repeat_ngram_size=no_repeat_ngram_size,
     )
 
 
@@ -124,6 +129,7 @@ def make_generate_function(
     use_cache=True,
     return_candidates=False,
     placeholder_constraints=None,
+    no_repeat_ngram_size=0,
 ):
     """`generate` compiled for the backend: `(batch, source_len)` ids -> output ids.
 
@@ -143,6 +149,7 @@ def make_generate_function(
             use_cache=use_cache,
             return_candidates=return_candidates,
             placeholder_constraints=placeholder_constraints,
+            no_repeat_ngram_size=no_repeat_ngram_size,
         )
 
     return compile_for_backend(model, generate_function)
@@ -282,6 +289,7 @@ def generate_texts(
     reranker=None,
     placeholder_constraints=None,
     preference=None,
+    no_repeat_ngram_size=0,
 ):
     """Texts for sets of triples.
 
@@ -299,6 +307,7 @@ def generate_texts(
         placeholder_constraints: see `generate` (`placeholder_constraints_for(preprocessor)`).
         preference: with a reranker, `discriminator_preference(...)`: ties on errors go to the
             candidate it prefers.
+        no_repeat_ngram_size: see `generate`.
 
     Returns:
         One string per triple set.
@@ -307,6 +316,7 @@ def generate_texts(
     generate_function = make_generate_function(
         model, method=method, beam_width=beam_width, length_penalty=length_penalty, max_length=max_length,
         return_candidates=reranker is not None, placeholder_constraints=placeholder_constraints,
+        no_repeat_ngram_size=no_repeat_ngram_size,
     )
     return decode_examples(
         generate_function, examples, preprocessor, batch_size, progress=progress, reranker=reranker,

@@ -146,6 +146,7 @@ def decoder_for(model, preprocessor, config, aligner=None, progress=True, discri
         placeholder_constraints=(
             inference.placeholder_constraints_for(preprocessor) if config.constrain_placeholders else None
         ),
+        no_repeat_ngram_size=config.no_repeat_ngram_size,
     )
 
     def decode(examples):
@@ -482,7 +483,7 @@ _NOT_TRAINING = frozenset({
     "verbose", "decode_method", "beam_width", "length_penalty", "rerank", "rerank_min_foreign",
     "rerank_stated_relations", "rerank_unstated_as_errors", "rerank_subjects", "rerank_attachments", "rerank_value_shapes",
     "rerank_foreign_known_only", "rerank_inversions", "rerank_of_phrases", "rerank_opposed", "constrain_placeholders",
-    "rerank_discriminator_weight", "rerank_mbr",
+    "rerank_discriminator_weight", "rerank_mbr", "no_repeat_ngram_size",
     "decode_batch_size", "num_logged_samples",
     "jit_compile",  # what it changes in training, the batches' widths, is named on its own
 })
