@@ -114,14 +114,15 @@ def repeated_ngram_penalty(sequences, step, ngram_size, vocabulary_size):
     for offset in range(ngram_size - 1):
         last = ops.take(sequences, ops.maximum(step - (ngram_size - 1) + offset, 0), axis=1)  # (rows,)
         matches = ops.logical_and(matches, ops.equal(sequences[:, offset: offset + starts], last[:, None]))
-    completing = sequences[:, ngram_size - 1:]  # (rows, starts): the token that ends each n-gram
+    # The token that ends each repeated n-gram, or a spare column past the vocabulary: every write is a 1,
+    # so n-grams that end in the same token may write it in any order (no `reduction`: Keras >= 3.6).
+    completing = ops.where(matches, ops.cast(sequences[:, ngram_size - 1:], "int32"), vocabulary_size)
     row_ids = ops.broadcast_to(ops.arange(rows, dtype="int32")[:, None], (rows, starts))
-    indices = ops.reshape(ops.stack([row_ids, ops.cast(completing, "int32")], axis=-1), (-1, 2))
+    indices = ops.reshape(ops.stack([row_ids, completing], axis=-1), (-1, 2))
     blocked = ops.scatter_update(
-        ops.zeros((rows, vocabulary_size), dtype="float32"), indices,
-        ops.reshape(ops.cast(matches, "float32"), (-1,)), reduction="add",
+        ops.zeros((rows, vocabulary_size + 1), dtype="float32"), indices, ops.reshape(ops.ones_like(completing, dtype="float32"), (-1,))
     )
-    return ops.cast(blocked > 0, "float32") * _NEGATIVE_INFINITY
+    return blocked[:, :vocabulary_size] * _NEGATIVE_INFINITY
 
 
 def _check_ngram_size(no_repeat_ngram_size):
