@@ -119,9 +119,8 @@ def repeated_ngram_penalty(sequences, step, ngram_size, vocabulary_size):
     completing = ops.where(matches, ops.cast(sequences[:, ngram_size - 1:], "int32"), vocabulary_size)
     row_ids = ops.broadcast_to(ops.arange(rows, dtype="int32")[:, None], (rows, starts))
     indices = ops.reshape(ops.stack([row_ids, completing], axis=-1), (-1, 2))
-    blocked = ops.scatter_update(
-        ops.zeros((rows, vocabulary_size + 1), dtype="float32"), indices, ops.reshape(ops.ones_like(completing, dtype="float32"), (-1,))
-    )
+    ones = ops.reshape(ops.ones_like(completing, dtype="float32"), (-1,))
+    blocked = ops.scatter_update(ops.zeros((rows, vocabulary_size + 1), dtype="float32"), indices, ones)
     return blocked[:, :vocabulary_size] * _NEGATIVE_INFINITY
 
 
